@@ -1,0 +1,452 @@
+// The cuckoo filter of Fan, Andersen, Kaminsky and Mitzenmacher (CoNEXT 2014): partial-key cuckoo
+// hashing of short fingerprints into buckets of b slots.
+//
+//   h  = hash(key, seed)                 one 64-bit hash per key
+//   i1 = reduce(low 32 bits of h, m)     m buckets, any even multiple of kBlockBuckets
+//   fp = 1 + reduce(high 32 bits of h, 2^f - 1)   f bits, never 0 (0 marks an empty slot)
+//   i2 = alt(i1, fp)
+//
+// Table sizes that are not a power of two. The paper's alt(i, fp) = i XOR H(fp) needs m to be a
+// power of two, which doubles the memory of an unlucky capacity. Here the table is a sequence of
+// blocks of kBlockBuckets = 8 buckets; a bucket index is (block, offset) and
+//
+//   alt((block, offset), fp) = ((hb(fp) - block) mod block_count, offset XOR ho(fp))
+//
+// with hb(fp) in [0, block_count) and ho(fp) in [1, 7]. Both components are involutions (a
+// reflection and an XOR), so alt(alt(i, fp), fp) == i for every i and fp; the offset always
+// changes (ho != 0), so alt(i, fp) != i. Unlike XOR inside small blocks, the reflection spreads
+// the alternate over the whole table, so the cuckoo graph stays as random as in a power-of-two
+// table and the load reached before the first failure is the same (~95.5% for b = 4).
+//
+// Insertion: an empty slot in i1, else in i2, else a breadth-first search for the shortest chain
+// of moves that ends at an empty slot, visiting at most max_kicks buckets. The chain is only
+// applied once found, so a failed insert changes nothing: no fingerprint is ever lost and no stash
+// is needed.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cuckoo/hash.hpp"
+#include "cuckoo/table.hpp"
+
+namespace cuckoo {
+
+// Raised when an insert finds no room within max_kicks. The filter is unchanged by the failed
+// insert. In a batch, `inserted` says how many keys of the batch went in before it.
+class FilterFullError : public std::runtime_error {
+public:
+    explicit FilterFullError(const std::string& what, uint64_t inserted = 0)
+        : std::runtime_error(what), inserted(inserted) {}
+    uint64_t inserted;
+};
+
+// Raised by any write to a filter whose table is a read-only view (a memory-mapped file).
+class ReadOnlyError : public std::logic_error {
+public:
+    using std::logic_error::logic_error;
+};
+
+constexpr unsigned kMinFingerprintBits = 4;
+constexpr unsigned kMaxFingerprintBits = 32;
+constexpr uint64_t kBlockBuckets = 8;
+constexpr unsigned kBlockShift = 3;
+constexpr uint64_t kMaxBucketCount = uint64_t(1) << 32;  // bucket index comes from 32 hash bits
+constexpr unsigned kBatchBlock = 32;  // keys hashed and prefetched together in bulk loops
+
+inline bool valid_bucket_size(unsigned b) { return b == 2 || b == 4 || b == 8; }
+
+// Load a filter of bucket size b is sized for: a little below the load at which inserts start
+// failing (about 0.84, 0.955, 0.98), so that filling to `capacity` succeeds with margin.
+inline double design_load(unsigned bucket_size) {
+    switch (bucket_size) {
+        case 2: return 0.80;
+        case 4: return 0.935;
+        default: return 0.965;
+    }
+}
+
+// Smallest f with 2*b / 2^f <= fpr, clamped below at kMinFingerprintBits. Throws when even
+// 32-bit fingerprints cannot reach fpr.
+inline unsigned fingerprint_bits_for(double fpr, unsigned bucket_size) {
+    if (!(fpr > 0.0 && fpr < 1.0)) throw std::invalid_argument("fpr must be in (0, 1)");
+    const double need = std::log2(2.0 * bucket_size / fpr);
+    unsigned f = static_cast<unsigned>(std::ceil(need - 1e-9));
+    if (f < kMinFingerprintBits) f = kMinFingerprintBits;
+    if (f > kMaxFingerprintBits)
+        throw std::invalid_argument("fpr is too small: it would need more than 32 fingerprint bits");
+    return f;
+}
+
+// Buckets for `capacity` items at the design load: an even multiple of kBlockBuckets.
+inline uint64_t bucket_count_for(uint64_t capacity, unsigned bucket_size) {
+    const double buckets = std::ceil(static_cast<double>(capacity) / (bucket_size * design_load(bucket_size)));
+    if (buckets > static_cast<double>(kMaxBucketCount))
+        throw std::length_error("capacity is too large: a filter holds at most 2^32 buckets");
+    uint64_t m = static_cast<uint64_t>(buckets);
+    if (m < kBlockBuckets) m = kBlockBuckets;
+    return (m + kBlockBuckets - 1) / kBlockBuckets * kBlockBuckets;
+}
+
+// 1 - (1 - 1/(2^f - 1))^(2 b load): the chance that one of the 2b slots an absent key is compared
+// with holds its fingerprint, with fingerprints uniform over the 2^f - 1 non-zero values.
+inline double expected_fpr(unsigned fingerprint_bits, unsigned bucket_size, double load) {
+    const double p = 1.0 / (std::ldexp(1.0, static_cast<int>(fingerprint_bits)) - 1.0);
+    return -std::expm1(2.0 * bucket_size * load * std::log1p(-p));
+}
+
+struct KeyHash {  // what one 64-bit hash gives
+    uint64_t i1;
+    uint64_t i2;
+    uint32_t fp;
+};
+
+struct InsertStats {
+    uint64_t inserts = 0;         // successful inserts
+    uint64_t failed_inserts = 0;  // FilterFullError raised
+    uint64_t kicked_inserts = 0;  // inserts that needed to move other fingerprints
+    uint64_t moves = 0;           // fingerprints moved to their alternate bucket
+    uint64_t buckets_searched = 0;  // buckets visited by eviction searches
+};
+
+class Filter {
+public:
+    Filter(uint64_t bucket_count, unsigned bucket_size, unsigned fingerprint_bits, unsigned max_kicks,
+           uint64_t seed)
+        : seed_(seed), max_kicks_(max_kicks) {
+        check_params(bucket_count, bucket_size, fingerprint_bits);
+        table_ = PackedTable(bucket_count, bucket_size, fingerprint_bits);
+        init_derived();
+    }
+
+    // A filter for `capacity` items at false-positive rate `fpr` (fingerprint_bits = 0: from fpr).
+    static Filter for_capacity(uint64_t capacity, double fpr, unsigned fingerprint_bits, unsigned bucket_size,
+                               unsigned max_kicks, uint64_t seed) {
+        if (capacity == 0) throw std::invalid_argument("capacity must be positive");
+        if (!valid_bucket_size(bucket_size)) throw std::invalid_argument("bucket_size must be 2, 4 or 8");
+        if (fingerprint_bits == 0) fingerprint_bits = fingerprint_bits_for(fpr, bucket_size);
+        Filter f(bucket_count_for(capacity, bucket_size), bucket_size, fingerprint_bits, max_kicks, seed);
+        f.capacity_ = capacity;
+        return f;
+    }
+
+    static void check_params(uint64_t bucket_count, unsigned bucket_size, unsigned fingerprint_bits) {
+        if (!valid_bucket_size(bucket_size)) throw std::invalid_argument("bucket_size must be 2, 4 or 8");
+        if (fingerprint_bits < kMinFingerprintBits || fingerprint_bits > kMaxFingerprintBits)
+            throw std::invalid_argument("fingerprint_bits must be between 4 and 32");
+        if (bucket_count == 0 || bucket_count % kBlockBuckets != 0 || bucket_count > kMaxBucketCount)
+            throw std::invalid_argument("bucket_count must be a positive multiple of 8, at most 2^32");
+    }
+
+    // ---- parameters and statistics ----
+    uint64_t bucket_count() const noexcept { return table_.bucket_count(); }
+    unsigned bucket_size() const noexcept { return table_.bucket_size(); }
+    unsigned fingerprint_bits() const noexcept { return table_.fingerprint_bits(); }
+    uint64_t slot_count() const noexcept { return table_.slot_count(); }
+    uint64_t seed() const noexcept { return seed_; }
+    unsigned max_kicks() const noexcept { return max_kicks_; }
+    // Items the filter was sized for (the design load of its slots unless given at construction).
+    uint64_t capacity() const noexcept {
+        return capacity_ ? capacity_ : static_cast<uint64_t>(slot_count() * design_load(bucket_size()));
+    }
+    uint64_t size() const noexcept { return count_; }
+    double load_factor() const noexcept { return static_cast<double>(count_) / static_cast<double>(slot_count()); }
+    uint64_t table_bytes() const noexcept { return table_.data_bytes(); }
+    double expected_fpr() const noexcept { return cuckoo::expected_fpr(fingerprint_bits(), bucket_size(), load_factor()); }
+    double fpr_bound() const noexcept { return cuckoo::expected_fpr(fingerprint_bits(), bucket_size(), 1.0); }
+    const InsertStats& stats() const noexcept { return stats_; }
+    const PackedTable& table() const noexcept { return table_; }
+
+    // ---- hashing ----
+    uint32_t fingerprint_of(uint64_t h) const noexcept {
+        return 1 + static_cast<uint32_t>(reduce32(static_cast<uint32_t>(h >> 32), fp_range_));
+    }
+    uint64_t index_of(uint64_t h) const noexcept { return reduce32(static_cast<uint32_t>(h), bucket_count()); }
+    uint64_t alt_index(uint64_t index, uint32_t fp) const noexcept {
+        const uint64_t g = mix64(fp);
+        const uint64_t hb = reduce32(static_cast<uint32_t>(g), block_count_);
+        const uint64_t ho = 1 + reduce32(static_cast<uint32_t>(g >> 32), kBlockBuckets - 1);
+        const uint64_t block = index >> kBlockShift;
+        const uint64_t alt_block = hb >= block ? hb - block : hb + block_count_ - block;
+        return (alt_block << kBlockShift) | ((index & (kBlockBuckets - 1)) ^ ho);
+    }
+    KeyHash locate(uint64_t h) const noexcept {
+        KeyHash k;
+        k.fp = fingerprint_of(h);
+        k.i1 = index_of(h);
+        k.i2 = alt_index(k.i1, k.fp);
+        return k;
+    }
+    uint64_t hash_int(uint64_t value) const noexcept { return hash_u64(value, seed_); }
+    uint64_t hash_key(const void* data, size_t len) const noexcept { return hash_bytes(data, len, seed_); }
+
+    // ---- scalar operations on a key's hash ----
+    bool contains_hash(uint64_t h) const noexcept {
+        const KeyHash k = locate(h);
+        // Both buckets are read unconditionally: branch-free is faster than "i2 only if i1 misses".
+        return table_.contains(k.i1, k.fp) | table_.contains(k.i2, k.fp);
+    }
+    uint64_t count_hash(uint64_t h) const noexcept {
+        const KeyHash k = locate(h);
+        return table_.count(k.i1, k.fp) + table_.count(k.i2, k.fp);
+    }
+    // Inserts; returns false (filter unchanged) if no room was found within max_kicks.
+    bool insert_hash(uint64_t h) { return insert_located(locate(h)); }
+    bool insert_unique_hash(uint64_t h, bool& was_new) {
+        const KeyHash k = locate(h);
+        if (table_.contains(k.i1, k.fp) || table_.contains(k.i2, k.fp)) {
+            was_new = false;
+            return true;
+        }
+        was_new = true;
+        return insert_located(k);
+    }
+    bool erase_hash(uint64_t h) {
+        require_writable();
+        const KeyHash k = locate(h);
+        return erase_located(k);
+    }
+
+    void clear() {
+        require_writable();
+        table_.clear();
+        count_ = 0;
+    }
+
+    // ---- batches ----
+    // Each batch takes n keys through `hash_at(k) -> uint64_t` and works in blocks of kBatchBlock:
+    // hash the block, prefetch both candidate buckets of every key, then probe. Results equal the
+    // scalar operations applied to the keys one by one in order. `should_stop()` is polled between
+    // blocks (signal checks); a batch that stops returns how many keys it completed.
+    template <class HashAt, class Out, class Stop>
+    uint64_t contains_batch(uint64_t n, HashAt&& hash_at, Out* out, Stop&& should_stop) const {
+        KeyHash ks[kBatchBlock];
+        for (uint64_t start = 0; start < n; start += kBatchBlock) {
+            if (should_stop()) return start;
+            const unsigned len = static_cast<unsigned>(std::min<uint64_t>(kBatchBlock, n - start));
+            prepare_block(start, len, hash_at, ks);
+            for (unsigned j = 0; j < len; ++j)
+                out[start + j] = table_.contains(ks[j].i1, ks[j].fp) | table_.contains(ks[j].i2, ks[j].fp);
+        }
+        return n;
+    }
+    template <class HashAt, class Out, class Stop>
+    uint64_t count_batch(uint64_t n, HashAt&& hash_at, Out* out, Stop&& should_stop) const {
+        KeyHash ks[kBatchBlock];
+        for (uint64_t start = 0; start < n; start += kBatchBlock) {
+            if (should_stop()) return start;
+            const unsigned len = static_cast<unsigned>(std::min<uint64_t>(kBatchBlock, n - start));
+            prepare_block(start, len, hash_at, ks);
+            for (unsigned j = 0; j < len; ++j)
+                out[start + j] = static_cast<Out>(table_.count(ks[j].i1, ks[j].fp) + table_.count(ks[j].i2, ks[j].fp));
+        }
+        return n;
+    }
+    // Inserts keys in order. Stops at the first key that finds no room (filter as it was before
+    // that key) and returns the number of keys inserted before it. `was_new` (may be null): for
+    // unique inserts, whether each key was absent before (a key repeated in the batch is new only
+    // the first time).
+    enum class InsertMode { Always, Unique };
+    template <class HashAt, class Stop>
+    uint64_t insert_batch(uint64_t n, HashAt&& hash_at, InsertMode mode, bool* was_new, bool& full,
+                          Stop&& should_stop) {
+        require_writable();
+        full = false;
+        KeyHash ks[kBatchBlock];
+        for (uint64_t start = 0; start < n; start += kBatchBlock) {
+            if (should_stop()) return start;
+            const unsigned len = static_cast<unsigned>(std::min<uint64_t>(kBatchBlock, n - start));
+            prepare_block(start, len, hash_at, ks);
+            for (unsigned j = 0; j < len; ++j) {
+                const KeyHash& k = ks[j];
+                if (mode == InsertMode::Unique) {
+                    const bool present = table_.contains(k.i1, k.fp) | table_.contains(k.i2, k.fp);
+                    if (was_new) was_new[start + j] = !present;
+                    if (present) continue;
+                }
+                if (!insert_located(k)) {
+                    full = true;
+                    return start + j;
+                }
+            }
+        }
+        return n;
+    }
+    template <class HashAt, class Stop>
+    uint64_t erase_batch(uint64_t n, HashAt&& hash_at, bool* out, Stop&& should_stop) {
+        require_writable();
+        KeyHash ks[kBatchBlock];
+        for (uint64_t start = 0; start < n; start += kBatchBlock) {
+            if (should_stop()) return start;
+            const unsigned len = static_cast<unsigned>(std::min<uint64_t>(kBatchBlock, n - start));
+            prepare_block(start, len, hash_at, ks);
+            for (unsigned j = 0; j < len; ++j) {
+                const bool erased = erase_located(ks[j]);
+                if (out) out[start + j] = erased;
+            }
+        }
+        return n;
+    }
+
+    // ---- whole-filter operations ----
+    bool same_layout(const Filter& o) const noexcept {
+        return bucket_count() == o.bucket_count() && bucket_size() == o.bucket_size() &&
+               fingerprint_bits() == o.fingerprint_bits() && seed_ == o.seed_;
+    }
+    // Equal parameters and the same multiset of fingerprints in every bucket (slot order within a
+    // bucket does not matter: it depends on insertion history, not on content).
+    bool operator==(const Filter& o) const {
+        if (!same_layout(o) || count_ != o.count_) return false;
+        std::vector<uint32_t> a(bucket_size()), b(bucket_size());
+        for (uint64_t i = 0; i < bucket_count(); ++i) {
+            for (unsigned s = 0; s < bucket_size(); ++s) {
+                a[s] = table_.get(i, s);
+                b[s] = o.table_.get(i, s);
+            }
+            std::sort(a.begin(), a.end());
+            std::sort(b.begin(), b.end());
+            if (a != b) return false;
+        }
+        return true;
+    }
+    bool operator!=(const Filter& o) const { return !(*this == o); }
+
+    // Rebuilds the item count from the table (used after loading a table from outside).
+    uint64_t count_occupied() const noexcept {
+        uint64_t n = 0;
+        for (uint64_t i = 0; i < bucket_count(); ++i) n += table_.occupied(i);
+        return n;
+    }
+
+protected:
+    void require_writable() const {
+        if (!table_.writable()) throw ReadOnlyError("the filter is read-only (memory-mapped): copy() it to modify it");
+    }
+
+    template <class HashAt>
+    void prepare_block(uint64_t start, unsigned len, HashAt& hash_at, KeyHash* ks) const {
+        for (unsigned j = 0; j < len; ++j) {
+            ks[j] = locate(hash_at(start + j));
+            table_.prefetch(ks[j].i1);
+            table_.prefetch(ks[j].i2);
+        }
+    }
+
+    bool erase_located(const KeyHash& k) {
+        int s = table_.find_slot(k.i1, k.fp);
+        uint64_t bucket = k.i1;
+        if (s < 0) {
+            s = table_.find_slot(k.i2, k.fp);
+            bucket = k.i2;
+        }
+        if (s < 0) return false;
+        table_.set(bucket, static_cast<unsigned>(s), 0);
+        --count_;
+        return true;
+    }
+
+    bool insert_located(const KeyHash& k) {
+        require_writable();
+        int s = table_.find_slot(k.i1, 0);
+        if (s >= 0) return place(k.i1, static_cast<unsigned>(s), k.fp);
+        s = table_.find_slot(k.i2, 0);
+        if (s >= 0) return place(k.i2, static_cast<unsigned>(s), k.fp);
+        if (evict_search(k)) return true;
+        ++stats_.failed_inserts;
+        return false;
+    }
+
+    bool place(uint64_t bucket, unsigned slot, uint32_t fp) {
+        table_.set(bucket, slot, fp);
+        ++count_;
+        ++stats_.inserts;
+        return true;
+    }
+
+    // Breadth-first search for the shortest chain of moves freeing a slot in i1 or i2. Node n is a
+    // full bucket reached by moving fingerprint `slot` of bucket nodes[parent] to its alternate.
+    // A bucket is not re-entered on its own path, so a chain never touches a bucket twice; the
+    // chain is applied from its end (each fingerprint is copied before its old slot is reused),
+    // so at no moment is a stored fingerprint missing.
+    struct SearchNode {
+        uint64_t bucket;
+        int32_t parent;
+        uint32_t slot;  // slot of the parent bucket whose fingerprint moves into `bucket`
+    };
+
+    bool evict_search(const KeyHash& k) {
+        if (max_kicks_ == 0) return false;
+        std::vector<SearchNode>& nodes = search_nodes_;
+        nodes.clear();
+        nodes.push_back({k.i1, -1, 0});
+        nodes.push_back({k.i2, -1, 0});
+        const unsigned b = bucket_size();
+        uint64_t children[8];
+        for (size_t head = 0; head < nodes.size(); ++head) {
+            const uint64_t bucket = nodes[head].bucket;
+            for (unsigned s = 0; s < b; ++s) {
+                children[s] = alt_index(bucket, table_.get(bucket, s));
+                table_.prefetch(children[s]);
+            }
+            for (unsigned s = 0; s < b; ++s) {
+                const uint64_t child = children[s];
+                ++stats_.buckets_searched;
+                const int empty = table_.find_slot(child, 0);
+                if (empty >= 0) {
+                    apply_chain(static_cast<int32_t>(head), s, child, static_cast<unsigned>(empty), k.fp);
+                    return true;
+                }
+                if (nodes.size() >= max_kicks_ + 2u) return false;
+                if (!on_path(static_cast<int32_t>(head), child))
+                    nodes.push_back({child, static_cast<int32_t>(head), s});
+            }
+        }
+        return false;
+    }
+
+    bool on_path(int32_t node, uint64_t bucket) const noexcept {
+        for (; node >= 0; node = search_nodes_[node].parent)
+            if (search_nodes_[node].bucket == bucket) return true;
+        return false;
+    }
+
+    void apply_chain(int32_t node, unsigned slot, uint64_t dest, unsigned dest_slot, uint32_t fp) {
+        uint64_t moves = 0;
+        while (true) {
+            const uint64_t src = search_nodes_[node].bucket;
+            table_.set(dest, dest_slot, table_.get(src, slot));
+            ++moves;
+            dest = src;
+            dest_slot = slot;
+            if (search_nodes_[node].parent < 0) break;
+            slot = search_nodes_[node].slot;
+            node = search_nodes_[node].parent;
+        }
+        stats_.moves += moves;
+        ++stats_.kicked_inserts;
+        place(dest, dest_slot, fp);
+    }
+
+    void init_derived() {
+        fp_range_ = (uint64_t(1) << fingerprint_bits()) - 1;
+        block_count_ = bucket_count() >> kBlockShift;
+        search_nodes_.reserve(max_kicks_ + 2u);
+    }
+
+    PackedTable table_;
+    uint64_t seed_ = 0;
+    unsigned max_kicks_ = 500;
+    uint64_t capacity_ = 0;
+    uint64_t count_ = 0;
+    uint64_t fp_range_ = 0;
+    uint64_t block_count_ = 0;
+    InsertStats stats_;
+    std::vector<SearchNode> search_nodes_;
+};
+
+}  // namespace cuckoo

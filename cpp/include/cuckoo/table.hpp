@@ -1,0 +1,256 @@
+// The packed bucket table: `bucket_count` buckets of `bucket_size` slots of `fingerprint_bits`
+// bits each, stored back to back with no padding (a 12-bit filter costs 12 bits a slot).
+//
+// Bit layout (also the on-disk layout, see docs/format.md): slot k of bucket i holds bits
+// [(i*b + k)*f, (i*b + k + 1)*f) of the table, the table read as one little-endian bit string.
+// A slot holding 0 is empty; fingerprints are never 0.
+//
+// Buckets are compared in one go with SWAR ("SIMD within a register"): a bucket is read as one
+// (or, for wide buckets, 2 or 4) 64-bit words of L lanes, and an exact zero-lane test finds
+// matching or empty slots without a per-slot loop.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <stdexcept>
+#include <utility>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+#include "cuckoo/hash.hpp"
+
+namespace cuckoo {
+
+inline void prefetch_read(const void* p) noexcept {
+#if defined(__GNUC__) || defined(__clang__)
+    __builtin_prefetch(p, 0, 3);
+#else
+    (void)p;
+#endif
+}
+
+inline int popcount64(uint64_t x) noexcept {
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_popcountll(x);
+#else
+    int n = 0;
+    for (; x; x &= x - 1) ++n;
+    return n;
+#endif
+}
+
+inline int ctz64(uint64_t x) noexcept {  // x != 0
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_ctzll(x);
+#else
+    int n = 0;
+    while (!(x & 1)) { x >>= 1; ++n; }
+    return n;
+#endif
+}
+
+// Bytes readable past the last slot: word loads read up to 9 bytes from a slot's first byte.
+constexpr size_t kTablePadding = 16;
+constexpr size_t kTableAlignment = 64;  // one cache line
+
+// Owned, zero-initialised, 64-byte-aligned bytes; or a read-only view of memory owned elsewhere
+// (a memory-mapped file). Copying an owning buffer copies the bytes: no shared raw pointer.
+class ByteBuffer {
+public:
+    ByteBuffer() = default;
+    explicit ByteBuffer(size_t size) { allocate(size); }
+    static ByteBuffer view(const unsigned char* data, size_t size) {
+        ByteBuffer b;
+        b.data_ = const_cast<unsigned char*>(data);
+        b.size_ = size;
+        b.owned_ = false;
+        return b;
+    }
+    ByteBuffer(const ByteBuffer& other) {
+        if (other.owned_) {
+            allocate(other.size_);
+            if (other.size_) std::memcpy(data_, other.data_, other.size_);
+        } else {
+            data_ = other.data_;
+            size_ = other.size_;
+            owned_ = false;
+        }
+    }
+    ByteBuffer(ByteBuffer&& other) noexcept
+        : data_(std::exchange(other.data_, nullptr)),
+          size_(std::exchange(other.size_, 0)),
+          owned_(std::exchange(other.owned_, true)) {}
+    ByteBuffer& operator=(ByteBuffer other) noexcept {
+        swap(other);
+        return *this;
+    }
+    ~ByteBuffer() { release(); }
+
+    void swap(ByteBuffer& other) noexcept {
+        std::swap(data_, other.data_);
+        std::swap(size_, other.size_);
+        std::swap(owned_, other.owned_);
+    }
+    unsigned char* data() noexcept { return data_; }
+    const unsigned char* data() const noexcept { return data_; }
+    size_t size() const noexcept { return size_; }
+    bool owned() const noexcept { return owned_; }
+
+private:
+    void allocate(size_t size) {
+        size_ = size;
+        owned_ = true;
+        if (size == 0) return;
+        const size_t rounded = (size + kTableAlignment - 1) / kTableAlignment * kTableAlignment;
+        data_ = static_cast<unsigned char*>(std::aligned_alloc(kTableAlignment, rounded));
+        if (!data_) throw std::bad_alloc();
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+        // Random bucket reads at DRAM scale are TLB-bound: transparent huge pages halve the cost
+        // of a dependent miss. Advisory only: ignored where the OS does not allow it.
+        if (rounded >= (size_t(2) << 20)) madvise(data_, rounded, MADV_HUGEPAGE);
+#endif
+        std::memset(data_, 0, size);
+    }
+    void release() noexcept {
+        if (owned_ && data_) std::free(data_);
+        data_ = nullptr;
+    }
+
+    unsigned char* data_ = nullptr;
+    size_t size_ = 0;
+    bool owned_ = true;
+};
+
+class PackedTable {
+public:
+    PackedTable() = default;
+    PackedTable(uint64_t bucket_count, unsigned bucket_size, unsigned fingerprint_bits)
+        : bucket_count_(bucket_count), bucket_size_(bucket_size), fp_bits_(fingerprint_bits) {
+        init_layout();
+        bytes_ = ByteBuffer(data_bytes() + kTablePadding);
+    }
+    // A table over existing bytes (at least data_bytes() + kTablePadding of them), read-only.
+    static PackedTable view(uint64_t bucket_count, unsigned bucket_size, unsigned fingerprint_bits,
+                            const unsigned char* data, size_t size) {
+        PackedTable t;
+        t.bucket_count_ = bucket_count;
+        t.bucket_size_ = bucket_size;
+        t.fp_bits_ = fingerprint_bits;
+        t.init_layout();
+        if (size < t.data_bytes() + kTablePadding) throw std::invalid_argument("table view too short");
+        t.bytes_ = ByteBuffer::view(data, size);
+        return t;
+    }
+
+    static uint64_t data_bytes_for(uint64_t bucket_count, unsigned bucket_size, unsigned fp_bits) {
+        return (bucket_count * bucket_size * fp_bits + 7) / 8;
+    }
+
+    uint64_t bucket_count() const noexcept { return bucket_count_; }
+    unsigned bucket_size() const noexcept { return bucket_size_; }
+    unsigned fingerprint_bits() const noexcept { return fp_bits_; }
+    uint64_t slot_count() const noexcept { return bucket_count_ * bucket_size_; }
+    // Bytes that hold slots (what the file format stores); the allocation adds kTablePadding.
+    uint64_t data_bytes() const noexcept { return data_bytes_for(bucket_count_, bucket_size_, fp_bits_); }
+    uint64_t allocated_bytes() const noexcept { return bytes_.size(); }
+    const unsigned char* data() const noexcept { return bytes_.data(); }
+    unsigned char* mutable_data() noexcept { return bytes_.data(); }
+    bool writable() const noexcept { return bytes_.owned(); }
+
+    void clear() noexcept {
+        if (bytes_.owned() && bytes_.data()) std::memset(bytes_.data(), 0, bytes_.size());
+    }
+
+    // ---- single slots ----
+    uint32_t get(uint64_t bucket, unsigned slot) const noexcept {
+        const uint64_t bit = (bucket * bucket_size_ + slot) * fp_bits_;
+        return static_cast<uint32_t>((load_le64(bytes_.data() + (bit >> 3)) >> (bit & 7)) & fp_mask_);
+    }
+    void set(uint64_t bucket, unsigned slot, uint32_t fp) noexcept {
+        const uint64_t bit = (bucket * bucket_size_ + slot) * fp_bits_;
+        unsigned char* p = bytes_.data() + (bit >> 3);
+        const unsigned shift = bit & 7;
+        uint64_t w = load_le64(p);
+        w = (w & ~(fp_mask_ << shift)) | (static_cast<uint64_t>(fp) << shift);
+        store_le64(p, w);
+    }
+
+    // ---- whole buckets (SWAR) ----
+    // Bit mask with the top bit of lane l set iff lane l of word w of `bucket` equals fp.
+    uint64_t match_mask(uint64_t bucket, unsigned word, uint32_t fp) const noexcept {
+        const uint64_t x = load_word(bucket, word) ^ (fp * lane_ones_);
+        return ~(((x & lane_low_) + lane_low_) | x | lane_low_) & lane_high_;
+    }
+    bool contains(uint64_t bucket, uint32_t fp) const noexcept {
+        if (words_per_bucket_ == 1) return match_mask(bucket, 0, fp) != 0;
+        uint64_t any = 0;
+        for (unsigned w = 0; w < words_per_bucket_; ++w) any |= match_mask(bucket, w, fp);
+        return any != 0;
+    }
+    unsigned count(uint64_t bucket, uint32_t fp) const noexcept {
+        unsigned n = 0;
+        for (unsigned w = 0; w < words_per_bucket_; ++w) n += popcount64(match_mask(bucket, w, fp));
+        return n;
+    }
+    // Index of the first slot equal to fp, or -1. find_slot(bucket, 0) finds an empty slot.
+    int find_slot(uint64_t bucket, uint32_t fp) const noexcept {
+        for (unsigned w = 0; w < words_per_bucket_; ++w) {
+            const uint64_t m = match_mask(bucket, w, fp);
+            if (m) return static_cast<int>(w * lanes_per_word_ + ctz64(m) / fp_bits_);
+        }
+        return -1;
+    }
+    unsigned occupied(uint64_t bucket) const noexcept { return bucket_size_ - count(bucket, 0); }
+
+    void prefetch(uint64_t bucket) const noexcept {
+        const uint64_t first = bucket * bucket_size_ * fp_bits_ / 8;
+        const uint64_t last = ((bucket + 1) * bucket_size_ * fp_bits_ - 1) / 8;
+        prefetch_read(bytes_.data() + first);
+        // A bucket may straddle two cache lines; prefetching the same line twice is nearly free.
+        prefetch_read(bytes_.data() + last);
+    }
+
+private:
+    void init_layout() {
+        fp_mask_ = (fp_bits_ >= 64) ? ~0ull : ((1ull << fp_bits_) - 1);
+        lanes_per_word_ = bucket_size_;
+        while (lanes_per_word_ * fp_bits_ > 64) lanes_per_word_ /= 2;
+        words_per_bucket_ = bucket_size_ / lanes_per_word_;
+        const unsigned word_bits = lanes_per_word_ * fp_bits_;
+        word_mask_ = word_bits >= 64 ? ~0ull : ((1ull << word_bits) - 1);
+        lane_ones_ = 0;
+        for (unsigned l = 0; l < lanes_per_word_; ++l) lane_ones_ |= 1ull << (l * fp_bits_);
+        lane_high_ = lane_ones_ << (fp_bits_ - 1);
+        lane_low_ = lane_ones_ * ((1ull << (fp_bits_ - 1)) - 1);
+    }
+    // The L*f bits of word w of a bucket, from an unaligned position: one 8-byte load plus the
+    // following byte, combined without branching (the shift by 64 - s is split so s = 0 is defined).
+    uint64_t load_word(uint64_t bucket, unsigned word) const noexcept {
+        const uint64_t bit = (bucket * bucket_size_ + word * lanes_per_word_) * fp_bits_;
+        const unsigned char* p = bytes_.data() + (bit >> 3);
+        const unsigned s = bit & 7;
+        const uint64_t lo = load_le64(p);
+        const uint64_t hi = p[8];
+        return ((lo >> s) | ((hi << 1) << (63 - s))) & word_mask_;
+    }
+
+    uint64_t bucket_count_ = 0;
+    unsigned bucket_size_ = 0;
+    unsigned fp_bits_ = 0;
+    unsigned lanes_per_word_ = 1;
+    unsigned words_per_bucket_ = 1;
+    uint64_t fp_mask_ = 0;
+    uint64_t word_mask_ = 0;
+    uint64_t lane_ones_ = 0;
+    uint64_t lane_high_ = 0;
+    uint64_t lane_low_ = 0;
+    ByteBuffer bytes_;
+};
+
+}  // namespace cuckoo

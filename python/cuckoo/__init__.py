@@ -1,0 +1,44 @@
+"""cuckoo: a fast, compact cuckoo filter with a C++ core.
+
+    >>> import cuckoo
+    >>> f = cuckoo.Filter(1_000_000, fpr=0.001)
+    >>> f.add("hello")
+    >>> "hello" in f
+    True
+
+Keys are ``int`` (64-bit), ``bytes`` or ``str`` (hashed as UTF-8). Bulk methods
+(``add_many``, ``add_unique_many``, ``contains_many``, ``discard_many``,
+``count_many``) take NumPy arrays, Arrow arrays, pandas Series, lists and other
+iterables, and return NumPy arrays.
+"""
+
+from __future__ import annotations
+
+try:
+    from ._core import (
+        CuckooError,
+        Filter,
+        FilterFullError,
+        FormatError,
+        ReadOnlyError,
+    )
+except ImportError as exc:  # pragma: no cover - only on a broken install
+    raise ImportError(
+        "cuckoo's compiled extension cuckoo._core could not be imported. Install the package "
+        "with `pip install .` (a plain checkout on sys.path has no compiled extension)."
+    ) from exc
+
+from . import _display
+
+_display.install(Filter)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CuckooError",
+    "Filter",
+    "FilterFullError",
+    "FormatError",
+    "ReadOnlyError",
+    "__version__",
+]

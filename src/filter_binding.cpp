@@ -1,0 +1,410 @@
+// cuckoo._core.Filter: argument checking, key conversion, locking and GIL handling around the
+// core. No algorithm lives here.
+#include "filter_binding.hpp"
+
+#include <pybind11/numpy.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "errors.hpp"
+#include "keys.hpp"
+
+namespace cuckoo_py {
+
+namespace {
+
+constexpr double kDefaultFpr = 0.001;
+constexpr unsigned kDefaultMaxKicks = 500;
+constexpr long long kMaxMaxKicks = 1000000;
+// Bulk loops re-take the GIL to check for Ctrl-C every this many blocks of keys (~16k keys,
+// well under a millisecond of work), so an interrupt is honoured quickly.
+constexpr uint64_t kBlocksPerSignalCheck = 512;
+
+unsigned long main_thread_ident = 0;
+
+std::string with_commas(uint64_t v) {
+    std::string s = std::to_string(v);
+    for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
+    return s;
+}
+
+std::string percent(double x) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * x);
+    return buf;
+}
+
+// ---- argument checking ----
+
+long long int_arg(const py::handle& v, const char* name, long long lo, long long hi) {
+    if (!PyLong_Check(v.ptr()) || PyBool_Check(v.ptr())) {
+        if (PyIndex_Check(v.ptr()) && !PyBool_Check(v.ptr())) return int_arg(py::reinterpret_steal<py::object>(PyNumber_Index(v.ptr())), name, lo, hi);
+        throw py::type_error(std::string(name) + " must be an int, not " + type_name(v.ptr()));
+    }
+    int overflow = 0;
+    const long long x = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
+    if (overflow || x < lo || x > hi)
+        throw py::value_error(std::string(name) + " must be between " + std::to_string(lo) + " and " +
+                              std::to_string(hi) + ", got " + py::str(v).cast<std::string>());
+    return x;
+}
+
+uint64_t seed_arg(const py::handle& v) {
+    if (!PyLong_Check(v.ptr()) || PyBool_Check(v.ptr()))
+        throw py::type_error(std::string("seed must be an int, not ") + type_name(v.ptr()));
+    const unsigned long long s = PyLong_AsUnsignedLongLong(v.ptr());
+    if (s == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
+        PyErr_Clear();
+        throw py::value_error("seed must be between 0 and 2**64 - 1, got " + py::str(v).cast<std::string>());
+    }
+    return s;
+}
+
+double fpr_arg(const py::handle& v) {
+    if (!PyFloat_Check(v.ptr()) && !(PyLong_Check(v.ptr()) && !PyBool_Check(v.ptr())))
+        throw py::type_error(std::string("fpr must be a float, not ") + type_name(v.ptr()));
+    const double x = py::cast<double>(v);
+    if (!(x > 0.0 && x < 1.0)) throw py::value_error("fpr must be in (0, 1), got " + py::repr(v).cast<std::string>());
+    return x;
+}
+
+PyFilter make_filter(const py::handle& capacity, const py::handle& fpr, const py::handle& fingerprint_bits,
+                     const py::handle& bucket_size, const py::handle& max_kicks, const py::handle& seed) {
+    const long long cap = int_arg(capacity, "capacity", 0, std::numeric_limits<long long>::max());
+    if (cap <= 0) throw py::value_error("capacity must be positive, got " + std::to_string(cap));
+    const unsigned b = static_cast<unsigned>(int_arg(bucket_size, "bucket_size", 0, 1 << 20));
+    if (!cuckoo::valid_bucket_size(b))
+        throw py::value_error("bucket_size must be 2, 4 or 8, got " + std::to_string(b));
+    unsigned f = 0;
+    double target = kDefaultFpr;
+    if (!fingerprint_bits.is_none()) {
+        if (!fpr.is_none()) throw py::value_error("give fpr or fingerprint_bits, not both");
+        f = static_cast<unsigned>(int_arg(fingerprint_bits, "fingerprint_bits", cuckoo::kMinFingerprintBits,
+                                          cuckoo::kMaxFingerprintBits));
+    } else if (!fpr.is_none()) {
+        target = fpr_arg(fpr);
+    }
+    const unsigned kicks = static_cast<unsigned>(int_arg(max_kicks, "max_kicks", 0, kMaxMaxKicks));
+    const uint64_t s = seed_arg(seed);
+    if (f == 0) {
+        try {
+            f = cuckoo::fingerprint_bits_for(target, b);
+        } catch (const std::invalid_argument& e) {
+            throw py::value_error(e.what());
+        }
+    }
+    return PyFilter(cuckoo::Filter::for_capacity(static_cast<uint64_t>(cap), target, f, b, kicks, s));
+}
+
+// ---- bulk calls ----
+
+// Polled between blocks of a bulk loop, without the GIL. On the main thread it re-takes the GIL
+// now and then to run Python's signal handlers; if one raised (KeyboardInterrupt), the loop stops
+// after the block it finished and the exception stays set for the caller to raise.
+class SignalCheck {
+public:
+    SignalCheck() : on_main_thread_(PyThread_get_thread_ident() == main_thread_ident) {}
+    bool operator()() {
+        if (!on_main_thread_ || ++blocks_ % kBlocksPerSignalCheck != 0) return false;
+        py::gil_scoped_acquire gil;
+        interrupted_ = PyErr_CheckSignals() != 0;
+        return interrupted_;
+    }
+    void raise_if_interrupted() const {
+        if (interrupted_) throw py::error_already_set();
+    }
+
+private:
+    bool on_main_thread_;
+    bool interrupted_ = false;
+    uint64_t blocks_ = 0;
+};
+
+uint64_t total_size(const std::vector<KeyBatch>& batches) {
+    uint64_t n = 0;
+    for (const auto& b : batches) n += b.size;
+    return n;
+}
+
+template <class T>
+py::array_t<T> new_array(uint64_t n) {
+    return py::array_t<T>(static_cast<py::ssize_t>(n));
+}
+
+// Runs a read-only batch operation over every part of `keys`, writing results of type T.
+template <class T, class Op>
+py::array_t<T> read_many(const PyFilter& self, const py::handle& keys, Op&& op) {
+    std::vector<KeyBatch> batches = make_batches(self.core, keys);
+    py::array_t<T> out = new_array<T>(total_size(batches));
+    T* dst = out.mutable_data();
+    SignalCheck stop;
+    {
+        ReadLock lock(self);
+        // Safe without the GIL: the loop reads only the core's table (guarded by the lock) and
+        // buffers that `batches` holds exported, and writes only into `out`.
+        py::gil_scoped_release nogil;
+        for (const KeyBatch& b : batches) {
+            const uint64_t done = with_hasher(self.core, b, [&](auto hash_at) { return op(b.size, hash_at, dst, stop); });
+            if (done < b.size) break;
+            dst += b.size;
+        }
+    }
+    stop.raise_if_interrupted();
+    return out;
+}
+
+[[noreturn]] void raise_full_in_batch(const cuckoo::Filter& f, uint64_t done, uint64_t total) {
+    raise_filter_full("filter is full: " + with_commas(done) + " of " + with_commas(total) +
+                          " keys of the batch were handled before one found no room within max_kicks=" +
+                          std::to_string(f.max_kicks()) + " (load " + percent(f.load_factor()) +
+                          "); every key stored before is still there",
+                      done);
+}
+
+// Inserts every part of `keys` in order. Returns the number of keys handled.
+uint64_t insert_many(PyFilter& self, const py::handle& keys, cuckoo::Filter::InsertMode mode, bool* was_new) {
+    std::vector<KeyBatch> batches = make_batches(self.core, keys);
+    const uint64_t total = total_size(batches);
+    SignalCheck stop;
+    uint64_t done = 0;
+    bool full = false;
+    {
+        WriteLock lock(self);
+        // Safe without the GIL: see read_many; the write lock keeps every other thread out.
+        py::gil_scoped_release nogil;
+        for (const KeyBatch& b : batches) {
+            const uint64_t n = with_hasher(self.core, b, [&](auto hash_at) {
+                return self.core.insert_batch(b.size, hash_at, mode, was_new ? was_new + done : nullptr, full, stop);
+            });
+            done += n;
+            if (n < b.size) break;
+        }
+    }
+    stop.raise_if_interrupted();
+    if (full) raise_full_in_batch(self.core, done, total);
+    return done;
+}
+
+py::array_t<bool> discard_many(PyFilter& self, const py::handle& keys) {
+    std::vector<KeyBatch> batches = make_batches(self.core, keys);
+    py::array_t<bool> out = new_array<bool>(total_size(batches));
+    bool* dst = out.mutable_data();
+    SignalCheck stop;
+    {
+        WriteLock lock(self);
+        py::gil_scoped_release nogil;
+        for (const KeyBatch& b : batches) {
+            const uint64_t n = with_hasher(self.core, b, [&](auto hash_at) { return self.core.erase_batch(b.size, hash_at, dst, stop); });
+            if (n < b.size) break;
+            dst += b.size;
+        }
+    }
+    stop.raise_if_interrupted();
+    return out;
+}
+
+// ---- scalar calls ----
+
+[[noreturn]] void raise_full(const cuckoo::Filter& f) {
+    raise_filter_full("filter is full: no room for the key within max_kicks=" + std::to_string(f.max_kicks()) +
+                          " (load " + percent(f.load_factor()) + ", " + with_commas(f.size()) + " of " +
+                          with_commas(f.slot_count()) + " slots); every key stored before is still there",
+                      0);
+}
+
+PyFilter* filter_of(PyObject* self) {
+    auto* inst = reinterpret_cast<py::detail::instance*>(self);
+    auto vh = inst->get_value_and_holder();
+    if (!vh.holder_constructed()) {
+        PyErr_SetString(PyExc_TypeError, "cuckoo.Filter is not initialised");
+        return nullptr;
+    }
+    return static_cast<PyFilter*>(vh.value_ptr());
+}
+
+// `key in f` straight from the type's sq_contains slot, bypassing pybind11's generic dispatch:
+// the scalar lookup is the hottest Python-level call.
+int contains_slot(PyObject* self, PyObject* key) {
+    PyFilter* f = filter_of(self);
+    if (!f) return -1;
+    uint64_t h;
+    if (!hash_object(f->core, key, h)) return -1;
+    try {
+        ReadLock lock(*f);
+        return f->core.contains_hash(h) ? 1 : 0;
+    } catch (...) {
+        PyErr_SetString(PyExc_RuntimeError, "cuckoo: unexpected error in __contains__");
+        return -1;
+    }
+}
+
+}  // namespace
+
+void register_filter(py::module_& m) {
+    main_thread_ident = py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
+
+    using cuckoo::Filter;
+    FilterClass cls(m, "Filter", R"doc(
+A cuckoo filter: a compact set of keys that answers "maybe present" or "certainly absent".
+
+Filter(capacity, fpr=None, *, fingerprint_bits=None, bucket_size=4, max_kicks=500, seed=0)
+
+capacity          number of keys the filter is sized for (inserting more may fail)
+fpr               target false-positive rate at capacity (default 0.001); picks the
+                  fingerprint width f = ceil(log2(2 * bucket_size / fpr))
+fingerprint_bits  the fingerprint width f (4..32) instead of fpr
+bucket_size       slots per bucket: 2, 4 (default) or 8
+max_kicks         buckets the eviction search may visit before an insert gives up
+seed              seed of the key hash (0 .. 2**64 - 1); filters are reproducible
+
+Keys are int (64-bit, signed or unsigned), bytes, or str (hashed as UTF-8).
+)doc");
+    cls.def(py::init(&make_filter), py::arg("capacity"), py::arg("fpr") = py::none(), py::kw_only(),
+            py::arg("fingerprint_bits") = py::none(), py::arg("bucket_size") = 4,
+            py::arg("max_kicks") = kDefaultMaxKicks, py::arg("seed") = 0);
+
+    // scalar operations
+    cls.def("add", [](PyFilter& self, const py::handle& key) {
+        const uint64_t h = hash_key_or_throw(self.core, key);
+        WriteLock lock(self);
+        if (!self.core.insert_hash(h)) raise_full(self.core);
+    }, py::arg("key"), "Add key (a multiset: adding twice stores it twice). Raises FilterFullError if no room is found; the filter is then unchanged.");
+    cls.def("add_unique", [](PyFilter& self, const py::handle& key) {
+        const uint64_t h = hash_key_or_throw(self.core, key);
+        WriteLock lock(self);
+        bool was_new = false;
+        if (!self.core.insert_unique_hash(h, was_new)) raise_full(self.core);
+        return was_new;
+    }, py::arg("key"), "Add key unless it is (maybe) present. Returns True if it was added. A false positive makes it return False for a new key.");
+    cls.def("discard", [](PyFilter& self, const py::handle& key) {
+        const uint64_t h = hash_key_or_throw(self.core, key);
+        WriteLock lock(self);
+        return self.core.erase_hash(h);
+    }, py::arg("key"), "Remove one copy of key if present; returns whether one was removed. Only remove keys that were added: removing an absent key that is a false positive deletes another key's fingerprint.");
+    cls.def("remove", [](PyFilter& self, const py::handle& key) {
+        const uint64_t h = hash_key_or_throw(self.core, key);
+        WriteLock lock(self);
+        if (!self.core.erase_hash(h)) throw py::key_error(py::repr(key).cast<std::string>());
+    }, py::arg("key"), "Remove one copy of key; raises KeyError if it is absent.");
+    cls.def("__contains__", [](const PyFilter& self, const py::handle& key) {
+        const uint64_t h = hash_key_or_throw(self.core, key);
+        ReadLock lock(self);
+        return self.core.contains_hash(h);
+    }, py::arg("key"));
+    cls.def("count", [](const PyFilter& self, const py::handle& key) {
+        const uint64_t h = hash_key_or_throw(self.core, key);
+        ReadLock lock(self);
+        return self.core.count_hash(h);
+    }, py::arg("key"), "Copies of key's fingerprint in its two buckets: at least the times key was added and not removed.");
+    cls.def("__len__", [](const PyFilter& self) { return self.core.size(); });
+    cls.def("clear", [](PyFilter& self) {
+        WriteLock lock(self);
+        self.core.clear();
+    }, "Remove every key.");
+    cls.def("copy", [](const PyFilter& self) {
+        ReadLock lock(self);
+        return PyFilter(self);
+    }, "A deep copy.");
+    cls.def("__copy__", [](const PyFilter& self) {
+        ReadLock lock(self);
+        return PyFilter(self);
+    });
+    cls.def("__deepcopy__", [](const PyFilter& self, const py::handle&) {
+        ReadLock lock(self);
+        return PyFilter(self);
+    }, py::arg("memo"));
+    cls.def("__eq__", [](const PyFilter& self, const py::handle& other) -> py::object {
+        if (!py::isinstance<PyFilter>(other)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+        const PyFilter& o = other.cast<const PyFilter&>();
+        if (&o == &self) return py::bool_(true);
+        ReadLock a(self), b(o);
+        return py::bool_(self.core == o.core);
+    }, py::arg("other"));
+    cls.def("__ne__", [](const PyFilter& self, const py::handle& other) -> py::object {
+        if (!py::isinstance<PyFilter>(other)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+        const PyFilter& o = other.cast<const PyFilter&>();
+        if (&o == &self) return py::bool_(false);
+        ReadLock a(self), b(o);
+        return py::bool_(self.core != o.core);
+    }, py::arg("other"));
+    cls.attr("__hash__") = py::none();  // mutable, like set
+
+    // bulk operations
+    cls.def("add_many", [](PyFilter& self, const py::handle& keys) {
+        return insert_many(self, keys, Filter::InsertMode::Always, nullptr);
+    }, py::arg("keys"), "Add every key, in order; returns how many were added. On FilterFullError the keys before the failing one stay added (the error's .inserted says how many).");
+    cls.def("update", [](PyFilter& self, const py::args& iterables) {
+        for (const py::handle& keys : iterables) insert_many(self, keys, Filter::InsertMode::Always, nullptr);
+    }, "Add the keys of every iterable or array given, like set.update.");
+    cls.def("add_unique_many", [](PyFilter& self, const py::handle& keys) {
+        // Hash first so that the mask can be sized; insert_many hashes again only for Python
+        // objects, which make_batches caches nowhere: accept that second pass for simplicity.
+        py::array_t<bool> out = new_array<bool>(total_size(make_batches(self.core, keys)));
+        insert_many(self, keys, Filter::InsertMode::Unique, out.mutable_data());
+        return out;
+    }, py::arg("keys"), "Add each key not (maybe) present yet, in order; returns a bool array, True where the key was new. A key repeated in the batch is new only the first time: the dedup primitive.");
+    cls.def("contains_many", [](const PyFilter& self, const py::handle& keys) {
+        return read_many<bool>(self, keys, [&](uint64_t n, auto& hash_at, bool* out, SignalCheck& stop) {
+            return self.core.contains_batch(n, hash_at, out, stop);
+        });
+    }, py::arg("keys"), "A bool array: whether each key is (maybe) present.");
+    cls.def("count_many", [](const PyFilter& self, const py::handle& keys) {
+        return read_many<uint8_t>(self, keys, [&](uint64_t n, auto& hash_at, uint8_t* out, SignalCheck& stop) {
+            return self.core.count_batch(n, hash_at, out, stop);
+        });
+    }, py::arg("keys"), "A uint8 array: count(key) for each key.");
+    cls.def("discard_many", &discard_many, py::arg("keys"), "Discard each key in order; a bool array, True where a copy was removed.");
+
+    // introspection
+    cls.def("bucket_indices", [](const PyFilter& self, const py::handle& key) {
+        const cuckoo::KeyHash k = self.core.locate(hash_key_or_throw(self.core, key));
+        return py::make_tuple(k.i1, k.i2, k.fp);
+    }, py::arg("key"), "(i1, i2, fingerprint): the key's two candidate buckets and its fingerprint.");
+    cls.def("alt_index", [](const PyFilter& self, const py::handle& index, const py::handle& fingerprint) {
+        const auto i = static_cast<uint64_t>(int_arg(index, "index", 0, static_cast<long long>(self.core.bucket_count()) - 1));
+        const auto fp = static_cast<uint32_t>(int_arg(fingerprint, "fingerprint", 1, (1ll << self.core.fingerprint_bits()) - 1));
+        return self.core.alt_index(i, fp);
+    }, py::arg("index"), py::arg("fingerprint"), "The other bucket of a fingerprint stored in bucket index.");
+    cls.def("stats", [](const PyFilter& self) {
+        ReadLock lock(self);
+        const cuckoo::InsertStats& s = self.core.stats();
+        py::dict d;
+        d["inserts"] = s.inserts;
+        d["failed_inserts"] = s.failed_inserts;
+        d["kicked_inserts"] = s.kicked_inserts;
+        d["moves"] = s.moves;
+        d["buckets_searched"] = s.buckets_searched;
+        return d;
+    }, "Counters of the insert path since creation: inserts, failed_inserts, kicked_inserts (inserts that moved other fingerprints), moves, buckets_searched.");
+
+    // parameters and statistics
+    cls.def_property_readonly("capacity", [](const PyFilter& self) { return self.core.capacity(); }, "Keys the filter was sized for.");
+    cls.def_property_readonly("bucket_count", [](const PyFilter& self) { return self.core.bucket_count(); });
+    cls.def_property_readonly("bucket_size", [](const PyFilter& self) { return self.core.bucket_size(); });
+    cls.def_property_readonly("slot_count", [](const PyFilter& self) { return self.core.slot_count(); });
+    cls.def_property_readonly("fingerprint_bits", [](const PyFilter& self) { return self.core.fingerprint_bits(); });
+    cls.def_property_readonly("seed", [](const PyFilter& self) { return self.core.seed(); });
+    cls.def_property_readonly("max_kicks", [](const PyFilter& self) { return self.core.max_kicks(); });
+    cls.def_property_readonly("load_factor", [](const PyFilter& self) { return self.core.load_factor(); }, "Stored keys / slots.");
+    cls.def_property_readonly("nbytes", [](const PyFilter& self) { return self.core.table_bytes(); }, "Bytes of the packed table.");
+    cls.def_property_readonly("bits_per_item", [](const PyFilter& self) {
+        return 8.0 * static_cast<double>(self.core.table_bytes()) / static_cast<double>(self.core.capacity());
+    }, "Table bits per key at capacity.");
+    cls.def_property_readonly("expected_fpr", [](const PyFilter& self) { return self.core.expected_fpr(); },
+                              "False-positive rate expected at the current load: 1 - (1 - 1/(2^f - 1))^(2 b load).");
+    cls.def_property_readonly("fpr_bound", [](const PyFilter& self) { return self.core.fpr_bound(); },
+                              "Upper bound on the false-positive rate, at full load: about 2 b / 2^f.");
+    cls.def_property_readonly("read_only", [](const PyFilter& self) { return !self.core.table().writable(); });
+
+    // `in` through a direct slot (see contains_slot). Set after __contains__ is defined, which
+    // stays for explicit calls and introspection.
+    auto* heap_type = reinterpret_cast<PyHeapTypeObject*>(cls.ptr());
+    heap_type->as_sequence.sq_contains = &contains_slot;
+    reinterpret_cast<PyTypeObject*>(cls.ptr())->tp_as_sequence = &heap_type->as_sequence;
+    PyType_Modified(reinterpret_cast<PyTypeObject*>(cls.ptr()));
+}
+
+}  // namespace cuckoo_py

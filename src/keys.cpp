@@ -1,0 +1,207 @@
+#include "keys.hpp"
+
+#include <cctype>
+
+namespace cuckoo_py {
+
+namespace {
+
+constexpr bool kHostLittleEndian = !CUCKOO_BIG_ENDIAN;
+
+[[noreturn]] void throw_error_already_set() { throw py::error_already_set(); }
+
+void append_object_hashes(const cuckoo::Filter& f, PyObject* const* items, Py_ssize_t n, Py_ssize_t step,
+                          std::vector<uint64_t>& out) {
+    for (Py_ssize_t k = 0; k < n; ++k) {
+        PyObject* item = items[k * step];
+        uint64_t h;
+        if (!item) {  // an object array that was never filled holds NULL
+            PyErr_SetString(PyExc_TypeError, "None is not a valid key: keys must be int, bytes or str");
+            throw_error_already_set();
+        }
+        if (!hash_object(f, item, h)) throw_error_already_set();
+        out.push_back(h);
+    }
+}
+
+KeyBatch hashes_of_iterable(const cuckoo::Filter& f, const py::handle& keys) {
+    KeyBatch b;
+    b.kind = BufferKind::Hashes;
+    PyObject* o = keys.ptr();
+    if (PyList_Check(o) || PyTuple_Check(o)) {
+        py::object fast = py::reinterpret_steal<py::object>(PySequence_Fast(o, "keys"));
+        if (!fast) throw_error_already_set();
+        const Py_ssize_t n = PySequence_Fast_GET_SIZE(fast.ptr());
+        b.hashes.reserve(static_cast<size_t>(n));
+        append_object_hashes(f, PySequence_Fast_ITEMS(fast.ptr()), n, 1, b.hashes);
+    } else {
+        py::object it = py::reinterpret_steal<py::object>(PyObject_GetIter(o));
+        if (!it) {
+            PyErr_Clear();
+            throw py::type_error(std::string("keys must be an iterable or array of int, bytes or str, not ") +
+                                 type_name(o));
+        }
+        const Py_ssize_t hint = PyObject_LengthHint(o, 0);
+        if (hint > 0) b.hashes.reserve(static_cast<size_t>(hint));
+        while (PyObject* item = PyIter_Next(it.ptr())) {
+            uint64_t h;
+            const bool ok = hash_object(f, item, h);
+            Py_DECREF(item);
+            if (!ok) throw_error_already_set();
+            b.hashes.push_back(h);
+        }
+        if (PyErr_Occurred()) throw_error_already_set();
+    }
+    b.size = b.hashes.size();
+    return b;
+}
+
+// A NumPy-style buffer: integers, 'S', 'U' or objects, one-dimensional, any strides.
+KeyBatch batch_of_buffer(const cuckoo::Filter& f, const py::handle& keys) {
+    py::buffer buf = py::reinterpret_borrow<py::buffer>(keys);
+    py::buffer_info info = buf.request();
+    if (info.ndim != 1)
+        throw py::value_error("keys must be a one-dimensional array, got " + std::to_string(info.ndim) +
+                              " dimensions (use .ravel())");
+    KeyBatch b;
+    b.size = static_cast<uint64_t>(info.shape[0]);
+    b.data = static_cast<const unsigned char*>(info.ptr);
+    b.stride = info.strides[0];
+    b.itemsize = info.itemsize;
+    std::string fmt = info.format;
+    bool big = !kHostLittleEndian;
+    size_t pos = 0;
+    while (pos < fmt.size() && std::strchr("@=<>!", fmt[pos])) {
+        if (fmt[pos] == '>' || fmt[pos] == '!') big = true;
+        if (fmt[pos] == '<') big = false;
+        if (fmt[pos] == '@' || fmt[pos] == '=') big = !kHostLittleEndian;
+        ++pos;
+    }
+    fmt = fmt.substr(pos);
+    while (!fmt.empty() && std::isdigit(static_cast<unsigned char>(fmt[0]))) fmt.erase(0, 1);
+    b.swap_bytes = (big == kHostLittleEndian);
+    if (fmt.size() == 1 && std::strchr("bhilqn", fmt[0]) && (b.itemsize == 1 || b.itemsize == 2 || b.itemsize == 4 || b.itemsize == 8)) {
+        b.kind = BufferKind::Int;
+        b.is_signed = true;
+    } else if (fmt.size() == 1 && std::strchr("BHILQN", fmt[0]) && (b.itemsize == 1 || b.itemsize == 2 || b.itemsize == 4 || b.itemsize == 8)) {
+        b.kind = BufferKind::Int;
+        b.is_signed = false;
+    } else if (fmt == "s") {
+        b.kind = BufferKind::Bytes;
+    } else if (fmt == "w") {
+        b.kind = BufferKind::Unicode;
+        // Check every code point first: a lone surrogate or a value past U+10FFFF has no UTF-8
+        // form (the scalar path raises UnicodeEncodeError, a ValueError, for the same key).
+        const Py_ssize_t chars = b.itemsize / 4;
+        for (uint64_t k = 0; k < b.size; ++k) {
+            const unsigned char* p = b.data + static_cast<Py_ssize_t>(k) * b.stride;
+            for (Py_ssize_t i = 0; i < chars; ++i) {
+                uint32_t c;
+                std::memcpy(&c, p + 4 * i, 4);
+                if (b.swap_bytes) c = byteswap_value(c);
+                if (c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
+                    throw py::value_error("key " + std::to_string(k) +
+                                          " of the str array is not valid Unicode (a surrogate or a code point past U+10FFFF)");
+            }
+        }
+    } else if (fmt == "O") {
+        KeyBatch h;
+        h.kind = BufferKind::Hashes;
+        h.hashes.reserve(b.size);
+        if (b.stride % static_cast<Py_ssize_t>(sizeof(PyObject*)) != 0)
+            throw py::value_error("object array with an unaligned stride");
+        append_object_hashes(f, reinterpret_cast<PyObject* const*>(b.data), static_cast<Py_ssize_t>(b.size),
+                             b.stride / static_cast<Py_ssize_t>(sizeof(PyObject*)), h.hashes);
+        h.size = h.hashes.size();
+        return h;
+    } else if (fmt == "?") {
+        throw py::type_error("a boolean array is not a batch of keys (keys must be integers, bytes or str)");
+    } else if (!fmt.empty() && std::strchr("efdgZ", fmt[0])) {
+        throw py::type_error("float arrays are not supported: keys must be integers, bytes or str (got format '" +
+                             std::string(info.format) + "')");
+    } else {
+        throw py::type_error("unsupported array element type (buffer format '" + std::string(info.format) +
+                             "'): keys must be integers, bytes or str");
+    }
+    b.held.push_back(std::move(info));
+    b.keep_alive.push_back(py::reinterpret_borrow<py::object>(keys));
+    return b;
+}
+
+// Arrow-style variable-width keys: offsets (int32 or int64, n + 1 of them) into data (bytes).
+KeyBatch batch_of_var_binary(const py::handle& offsets_obj, const py::handle& data_obj) {
+    py::buffer_info offs = py::reinterpret_borrow<py::buffer>(offsets_obj).request();
+    py::buffer_info data = py::reinterpret_borrow<py::buffer>(data_obj).request();
+    if (offs.ndim != 1 || (offs.itemsize != 4 && offs.itemsize != 8) || offs.strides[0] != offs.itemsize)
+        throw py::value_error("offsets must be a contiguous one-dimensional int32 or int64 array");
+    if (data.ndim != 1 || data.itemsize != 1 || (data.shape[0] > 1 && data.strides[0] != 1))
+        throw py::value_error("data must be a contiguous one-dimensional byte buffer");
+    if (offs.shape[0] < 1) throw py::value_error("offsets must hold at least one entry");
+    KeyBatch b;
+    b.kind = BufferKind::VarBinary;
+    b.size = static_cast<uint64_t>(offs.shape[0] - 1);
+    b.var_offsets = static_cast<const unsigned char*>(offs.ptr);
+    b.offset_width = static_cast<unsigned>(offs.itemsize);
+    b.var_data = static_cast<const unsigned char*>(data.ptr);
+    // Validate before the loop reads anything: never read outside `data`.
+    const int64_t limit = static_cast<int64_t>(data.shape[0]);
+    int64_t prev = 0;
+    for (uint64_t k = 0; k <= b.size; ++k) {
+        int64_t o;
+        if (b.offset_width == 4) {
+            int32_t v;
+            std::memcpy(&v, b.var_offsets + 4 * k, 4);
+            o = v;
+        } else {
+            std::memcpy(&o, b.var_offsets + 8 * k, 8);
+        }
+        if (o < 0 || o > limit || (k > 0 && o < prev))
+            throw py::value_error("invalid offsets: offset " + std::to_string(k) + " is out of order or past the data");
+        prev = o;
+    }
+    b.held.push_back(std::move(offs));
+    b.held.push_back(std::move(data));
+    b.keep_alive.push_back(py::reinterpret_borrow<py::object>(offsets_obj));
+    b.keep_alive.push_back(py::reinterpret_borrow<py::object>(data_obj));
+    return b;
+}
+
+}  // namespace
+
+std::vector<KeyBatch> make_batches(const cuckoo::Filter& f, const py::handle& keys) {
+    PyObject* o = keys.ptr();
+    std::vector<KeyBatch> out;
+    if (PyBytes_Check(o) || PyUnicode_Check(o) || PyByteArray_Check(o))
+        throw py::type_error("a single " + type_name(o) +
+                             " object is not a batch of keys: pass a list or array of keys, e.g. [key]");
+    if (PyList_Check(o) || PyTuple_Check(o)) {
+        out.push_back(hashes_of_iterable(f, keys));
+        return out;
+    }
+    if (PyObject_CheckBuffer(o)) {
+        out.push_back(batch_of_buffer(f, keys));
+        return out;
+    }
+    // Arrow arrays, chunked arrays, pandas Series and friends: the Python side turns them into
+    // zero-copy parts (NumPy arrays, or (offsets, data) pairs for variable-width strings).
+    // Leaked on purpose: a static py::object would be destroyed after the interpreter.
+    static py::object* to_parts = new py::object(py::module_::import("cuckoo._inputs").attr("batch_parts"));
+    py::object parts = (*to_parts)(keys);
+    if (parts.is_none()) {
+        out.push_back(hashes_of_iterable(f, keys));
+        return out;
+    }
+    for (py::handle part : parts) {
+        if (py::isinstance<py::tuple>(part)) {
+            py::tuple t = py::reinterpret_borrow<py::tuple>(part);
+            out.push_back(batch_of_var_binary(t[0], t[1]));
+        } else if (PyObject_CheckBuffer(part.ptr())) {
+            out.push_back(batch_of_buffer(f, part));
+        } else {
+            out.push_back(hashes_of_iterable(f, part));
+        }
+    }
+    return out;
+}
+
+}  // namespace cuckoo_py

@@ -1,0 +1,283 @@
+// Python keys -> 64-bit key hashes. The only place that knows how Python objects and buffers
+// become keys; the core only ever sees hashes.
+//
+//   int (and bool, and NumPy integer scalars): its value as a 64-bit two's-complement word;
+//       must lie in [-2^63, 2^64)
+//   bytes, bytearray, memoryview (contiguous): their bytes
+//   str: its UTF-8 bytes
+//
+// Bulk inputs become a KeyBatch: either a typed view of a buffer (hashed inside the core's loop,
+// without the GIL) or, for Python objects, an array of hashes computed up front with the GIL held.
+// Hashing everything before the first change is what keeps the filter unchanged when any key of
+// a batch is bad.
+#pragma once
+
+#include <pybind11/pybind11.h>
+#include <pybind11/numpy.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cuckoo/filter.hpp"
+
+namespace cuckoo_py {
+
+namespace py = pybind11;
+
+inline std::string type_name(PyObject* o) { return Py_TYPE(o)->tp_name; }
+
+// Converts a Python int (or an object with __index__) to its 64-bit word. Sets a Python error
+// and returns false when it is not an integer or lies outside [-2^63, 2^64).
+inline bool int_key_value(PyObject* key, uint64_t& out) {
+    PyObject* num = key;
+    bool owned = false;
+    if (!PyLong_Check(key)) {
+        num = PyNumber_Index(key);
+        if (!num) return false;
+        owned = true;
+    }
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(num, &overflow);
+    bool ok = true;
+    if (overflow == 0) {
+        if (v == -1 && PyErr_Occurred()) ok = false;
+        out = static_cast<uint64_t>(v);
+    } else if (overflow > 0) {
+        const unsigned long long u = PyLong_AsUnsignedLongLong(num);
+        if (u == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_ValueError, "int key out of range: keys must fit in 64 bits ([-2**63, 2**64))");
+            ok = false;
+        }
+        out = u;
+    } else {
+        PyErr_SetString(PyExc_ValueError, "int key out of range: keys must fit in 64 bits ([-2**63, 2**64))");
+        ok = false;
+    }
+    if (owned) Py_DECREF(num);
+    return ok;
+}
+
+// Hash of one Python key; sets a Python error (TypeError/ValueError) and returns false on bad
+// input. Callable only with the GIL held.
+inline bool hash_object(const cuckoo::Filter& f, PyObject* key, uint64_t& out) {
+    if (PyLong_Check(key)) {
+        uint64_t v;
+        if (!int_key_value(key, v)) return false;
+        out = f.hash_int(v);
+        return true;
+    }
+    if (PyUnicode_Check(key)) {
+        Py_ssize_t len;
+        const char* s = PyUnicode_AsUTF8AndSize(key, &len);  // cached on the str object
+        if (!s) return false;  // UnicodeEncodeError (a ValueError): lone surrogates
+        out = f.hash_key(s, static_cast<size_t>(len));
+        return true;
+    }
+    if (PyBytes_Check(key)) {
+        out = f.hash_key(PyBytes_AS_STRING(key), static_cast<size_t>(PyBytes_GET_SIZE(key)));
+        return true;
+    }
+    if (PyByteArray_Check(key)) {
+        out = f.hash_key(PyByteArray_AS_STRING(key), static_cast<size_t>(PyByteArray_GET_SIZE(key)));
+        return true;
+    }
+    if (PyMemoryView_Check(key)) {
+        Py_buffer view;
+        if (PyObject_GetBuffer(key, &view, PyBUF_C_CONTIGUOUS) != 0) return false;
+        out = f.hash_key(view.buf, static_cast<size_t>(view.len));
+        PyBuffer_Release(&view);
+        return true;
+    }
+    if (key == Py_None) {
+        PyErr_SetString(PyExc_TypeError, "None is not a valid key: keys must be int, bytes or str");
+        return false;
+    }
+    if (PyFloat_Check(key)) {
+        PyErr_SetString(PyExc_TypeError, "float keys are not supported: keys must be int, bytes or str");
+        return false;
+    }
+    if (PyIndex_Check(key)) {  // NumPy integer scalars and other integer-like types
+        uint64_t v;
+        if (!int_key_value(key, v)) return false;
+        out = f.hash_int(v);
+        return true;
+    }
+    PyErr_Format(PyExc_TypeError, "keys must be int, bytes or str, not %.200s", Py_TYPE(key)->tp_name);
+    return false;
+}
+
+inline uint64_t hash_key_or_throw(const cuckoo::Filter& f, const py::handle& key) {
+    uint64_t h;
+    if (!hash_object(f, key.ptr(), h)) throw py::error_already_set();
+    return h;
+}
+
+template <class T>
+T byteswap_value(T v) {
+    unsigned char b[sizeof(T)];
+    std::memcpy(b, &v, sizeof v);
+    for (size_t i = 0; i < sizeof(T) / 2; ++i) std::swap(b[i], b[sizeof(T) - 1 - i]);
+    std::memcpy(&v, b, sizeof v);
+    return v;
+}
+
+inline size_t encode_utf8(uint32_t c, unsigned char* o) {
+    if (c < 0x80) { o[0] = static_cast<unsigned char>(c); return 1; }
+    if (c < 0x800) {
+        o[0] = static_cast<unsigned char>(0xC0 | (c >> 6));
+        o[1] = static_cast<unsigned char>(0x80 | (c & 0x3F));
+        return 2;
+    }
+    if (c < 0x10000) {
+        o[0] = static_cast<unsigned char>(0xE0 | (c >> 12));
+        o[1] = static_cast<unsigned char>(0x80 | ((c >> 6) & 0x3F));
+        o[2] = static_cast<unsigned char>(0x80 | (c & 0x3F));
+        return 3;
+    }
+    o[0] = static_cast<unsigned char>(0xF0 | (c >> 18));
+    o[1] = static_cast<unsigned char>(0x80 | ((c >> 12) & 0x3F));
+    o[2] = static_cast<unsigned char>(0x80 | ((c >> 6) & 0x3F));
+    o[3] = static_cast<unsigned char>(0x80 | (c & 0x3F));
+    return 4;
+}
+
+// ---- batches ----------------------------------------------------------------------------------
+
+enum class BufferKind {
+    Int,      // integers of 1, 2, 4 or 8 bytes, signed or unsigned, either byte order
+    Bytes,    // NumPy 'S': fixed-width bytes, trailing NULs are padding
+    Unicode,  // NumPy 'U': fixed-width UCS4, trailing NULs are padding; hashed as UTF-8
+    Hashes,   // precomputed key hashes (from Python objects)
+    VarBinary // Arrow-style offsets + data
+};
+
+// Keys of one bulk call, ready to be hashed without the GIL. Holds the buffers it views.
+struct KeyBatch {
+    BufferKind kind = BufferKind::Hashes;
+    uint64_t size = 0;
+    // Int / Bytes / Unicode: element k at data + k * stride
+    const unsigned char* data = nullptr;
+    Py_ssize_t stride = 0;
+    Py_ssize_t itemsize = 0;
+    bool is_signed = false;
+    bool swap_bytes = false;
+    // VarBinary: key k is var_data[offsets[k] .. offsets[k + 1]) (offsets of 4 or 8 bytes)
+    const unsigned char* var_offsets = nullptr;
+    unsigned offset_width = 8;
+    const unsigned char* var_data = nullptr;
+    // Hashes
+    std::vector<uint64_t> hashes;
+    // Keep exported buffers and their objects alive while the GIL is released. Destroyed with
+    // the GIL held.
+    std::vector<py::buffer_info> held;
+    std::vector<py::object> keep_alive;
+};
+
+// Runs fn(hash_at) with a hash_at(k) -> uint64_t specialised for the batch's layout: the
+// dispatch on dtype happens once per call, not once per key.
+template <class Fn>
+auto with_hasher(const cuckoo::Filter& f, const KeyBatch& b, Fn&& fn) {
+    switch (b.kind) {
+        case BufferKind::Hashes: {
+            const uint64_t* h = b.hashes.data();
+            return fn([h](uint64_t k) { return h[k]; });
+        }
+        case BufferKind::Int: {
+            const unsigned char* base = b.data;
+            const Py_ssize_t stride = b.stride;
+            auto int_hasher = [&](auto tag) {
+                using T = decltype(tag);
+                const bool swap = b.swap_bytes;
+                return fn([&f, base, stride, swap](uint64_t k) {
+                    T v;
+                    std::memcpy(&v, base + static_cast<Py_ssize_t>(k) * stride, sizeof v);
+                    if (swap) v = byteswap_value(v);
+                    // the key is the integer's value: sign-extend signed types, zero-extend unsigned
+                    return f.hash_int(static_cast<uint64_t>(static_cast<int64_t>(v)));
+                });
+            };
+            auto uint_hasher = [&](auto tag) {
+                using T = decltype(tag);
+                const bool swap = b.swap_bytes;
+                return fn([&f, base, stride, swap](uint64_t k) {
+                    T v;
+                    std::memcpy(&v, base + static_cast<Py_ssize_t>(k) * stride, sizeof v);
+                    if (swap) v = byteswap_value(v);
+                    return f.hash_int(static_cast<uint64_t>(v));
+                });
+            };
+            if (b.is_signed) {
+                switch (b.itemsize) {
+                    case 1: return int_hasher(int8_t{});
+                    case 2: return int_hasher(int16_t{});
+                    case 4: return int_hasher(int32_t{});
+                    default: return int_hasher(int64_t{});
+                }
+            }
+            switch (b.itemsize) {
+                case 1: return uint_hasher(uint8_t{});
+                case 2: return uint_hasher(uint16_t{});
+                case 4: return uint_hasher(uint32_t{});
+                default: return uint_hasher(uint64_t{});
+            }
+        }
+        case BufferKind::Bytes: {
+            const unsigned char* base = b.data;
+            const Py_ssize_t stride = b.stride, width = b.itemsize;
+            return fn([&f, base, stride, width](uint64_t k) {
+                const unsigned char* p = base + static_cast<Py_ssize_t>(k) * stride;
+                Py_ssize_t len = width;
+                while (len > 0 && p[len - 1] == 0) --len;  // NumPy drops trailing NULs
+                return f.hash_key(p, static_cast<size_t>(len));
+            });
+        }
+        case BufferKind::Unicode: {
+            const unsigned char* base = b.data;
+            const Py_ssize_t stride = b.stride, chars = b.itemsize / 4;
+            const bool swap = b.swap_bytes;
+            // UTF-8 needs at most 4 bytes per code point, the width of one UCS4 unit.
+            std::vector<unsigned char> scratch(static_cast<size_t>(chars) * 4 + 4);
+            unsigned char* out = scratch.data();
+            return fn([&f, base, stride, chars, swap, out](uint64_t k) {
+                const unsigned char* p = base + static_cast<Py_ssize_t>(k) * stride;
+                Py_ssize_t n = chars;
+                auto cp_at = [&](Py_ssize_t i) {
+                    uint32_t c;
+                    std::memcpy(&c, p + 4 * i, 4);
+                    return swap ? byteswap_value(c) : c;
+                };
+                while (n > 0 && cp_at(n - 1) == 0) --n;
+                size_t len = 0;
+                for (Py_ssize_t i = 0; i < n; ++i) len += encode_utf8(cp_at(i), out + len);
+                return f.hash_key(out, len);
+            });
+        }
+        case BufferKind::VarBinary:
+        default: {
+            const unsigned char* offs = b.var_offsets;
+            const unsigned char* data = b.var_data;
+            if (b.offset_width == 4) {
+                return fn([&f, offs, data](uint64_t k) {
+                    int32_t o[2];
+                    std::memcpy(o, offs + 4 * k, 8);
+                    return f.hash_key(data + o[0], static_cast<size_t>(o[1] - o[0]));
+                });
+            }
+            return fn([&f, offs, data](uint64_t k) {
+                int64_t o[2];
+                std::memcpy(o, offs + 8 * k, 16);
+                return f.hash_key(data + o[0], static_cast<size_t>(o[1] - o[0]));
+            });
+        }
+    }
+}
+
+// Splits `keys` into batches (one per Arrow chunk; one otherwise), GIL held. Throws
+// TypeError/ValueError for bad input before anything is changed.
+std::vector<KeyBatch> make_batches(const cuckoo::Filter& f, const py::handle& keys);
+
+}  // namespace cuckoo_py
