@@ -106,6 +106,37 @@ struct KeyHash {  // what one 64-bit hash gives
     uint32_t fp;
 };
 
+// Key hash -> (i1, i2, fp) for one table geometry, as a small value (see TableProbe for why bulk
+// loops keep such values in locals).
+struct Locator {
+    uint64_t bucket_count;
+    uint64_t block_count;
+    uint64_t fp_range;  // 2^f - 1
+
+    uint32_t fingerprint_of(uint64_t h) const noexcept {
+        return 1 + static_cast<uint32_t>(reduce32(static_cast<uint32_t>(h >> 32), fp_range));
+    }
+    uint64_t index_of(uint64_t h) const noexcept { return reduce32(static_cast<uint32_t>(h), bucket_count); }
+    uint64_t alt_index(uint64_t index, uint32_t fp) const noexcept {
+        // A full mix of the fingerprint: the low half picks the block, the high half the
+        // in-block offset. (A single Fibonacci multiply is cheaper but measurably worse for
+        // small f: b = 4, f = 4 fails at 84% load instead of 95%.)
+        const uint64_t g = mix64(fp);
+        const uint64_t hb = reduce32(static_cast<uint32_t>(g), block_count);
+        const uint64_t ho = 1 + reduce32(static_cast<uint32_t>(g >> 32), kBlockBuckets - 1);
+        const uint64_t block = index >> kBlockShift;
+        const uint64_t alt_block = hb >= block ? hb - block : hb + block_count - block;
+        return (alt_block << kBlockShift) | ((index & (kBlockBuckets - 1)) ^ ho);
+    }
+    KeyHash locate(uint64_t h) const noexcept {
+        KeyHash k;
+        k.fp = fingerprint_of(h);
+        k.i1 = index_of(h);
+        k.i2 = alt_index(k.i1, k.fp);
+        return k;
+    }
+};
+
 struct InsertStats {
     uint64_t inserts = 0;         // successful inserts
     uint64_t failed_inserts = 0;  // FilterFullError raised
@@ -163,25 +194,11 @@ public:
     const PackedTable& table() const noexcept { return table_; }
 
     // ---- hashing ----
-    uint32_t fingerprint_of(uint64_t h) const noexcept {
-        return 1 + static_cast<uint32_t>(reduce32(static_cast<uint32_t>(h >> 32), fp_range_));
-    }
-    uint64_t index_of(uint64_t h) const noexcept { return reduce32(static_cast<uint32_t>(h), bucket_count()); }
-    uint64_t alt_index(uint64_t index, uint32_t fp) const noexcept {
-        const uint64_t g = mix64(fp);
-        const uint64_t hb = reduce32(static_cast<uint32_t>(g), block_count_);
-        const uint64_t ho = 1 + reduce32(static_cast<uint32_t>(g >> 32), kBlockBuckets - 1);
-        const uint64_t block = index >> kBlockShift;
-        const uint64_t alt_block = hb >= block ? hb - block : hb + block_count_ - block;
-        return (alt_block << kBlockShift) | ((index & (kBlockBuckets - 1)) ^ ho);
-    }
-    KeyHash locate(uint64_t h) const noexcept {
-        KeyHash k;
-        k.fp = fingerprint_of(h);
-        k.i1 = index_of(h);
-        k.i2 = alt_index(k.i1, k.fp);
-        return k;
-    }
+    Locator locator() const noexcept { return Locator{bucket_count(), block_count_, fp_range_}; }
+    uint32_t fingerprint_of(uint64_t h) const noexcept { return locator().fingerprint_of(h); }
+    uint64_t index_of(uint64_t h) const noexcept { return locator().index_of(h); }
+    uint64_t alt_index(uint64_t index, uint32_t fp) const noexcept { return locator().alt_index(index, fp); }
+    KeyHash locate(uint64_t h) const noexcept { return locator().locate(h); }
     uint64_t hash_int(uint64_t value) const noexcept { return hash_u64(value, seed_); }
     uint64_t hash_key(const void* data, size_t len) const noexcept { return hash_bytes(data, len, seed_); }
 
@@ -225,25 +242,24 @@ public:
     // blocks (signal checks); a batch that stops returns how many keys it completed.
     template <class HashAt, class Out, class Stop>
     uint64_t contains_batch(uint64_t n, HashAt&& hash_at, Out* out, Stop&& should_stop) const {
-        KeyHash ks[kBatchBlock];
-        for (uint64_t start = 0; start < n; start += kBatchBlock) {
-            if (should_stop()) return start;
-            const unsigned len = static_cast<unsigned>(std::min<uint64_t>(kBatchBlock, n - start));
-            prepare_block(start, len, hash_at, ks);
-            for (unsigned j = 0; j < len; ++j)
-                out[start + j] = table_.contains(ks[j].i1, ks[j].fp) | table_.contains(ks[j].i2, ks[j].fp);
+        const TableProbe probe = table_.probe();
+        switch (probe.shape()) {
+            case BucketShape::OneLoad: return contains_loop<BucketShape::OneLoad>(probe, n, hash_at, out, should_stop);
+            case BucketShape::OneWord: return contains_loop<BucketShape::OneWord>(probe, n, hash_at, out, should_stop);
+            default: return contains_loop<BucketShape::MultiWord>(probe, n, hash_at, out, should_stop);
         }
-        return n;
     }
     template <class HashAt, class Out, class Stop>
     uint64_t count_batch(uint64_t n, HashAt&& hash_at, Out* out, Stop&& should_stop) const {
+        const TableProbe probe = table_.probe();
+        const Locator loc = locator();
         KeyHash ks[kBatchBlock];
         for (uint64_t start = 0; start < n; start += kBatchBlock) {
             if (should_stop()) return start;
             const unsigned len = static_cast<unsigned>(std::min<uint64_t>(kBatchBlock, n - start));
-            prepare_block(start, len, hash_at, ks);
+            prepare_block(probe, loc, start, len, hash_at, ks);
             for (unsigned j = 0; j < len; ++j)
-                out[start + j] = static_cast<Out>(table_.count(ks[j].i1, ks[j].fp) + table_.count(ks[j].i2, ks[j].fp));
+                out[start + j] = static_cast<Out>(probe.count(ks[j].i1, ks[j].fp) + probe.count(ks[j].i2, ks[j].fp));
         }
         return n;
     }
@@ -261,7 +277,7 @@ public:
         for (uint64_t start = 0; start < n; start += kBatchBlock) {
             if (should_stop()) return start;
             const unsigned len = static_cast<unsigned>(std::min<uint64_t>(kBatchBlock, n - start));
-            prepare_block(start, len, hash_at, ks);
+            prepare_block(table_.probe(), locator(), start, len, hash_at, ks);
             for (unsigned j = 0; j < len; ++j) {
                 const KeyHash& k = ks[j];
                 if (mode == InsertMode::Unique) {
@@ -284,7 +300,7 @@ public:
         for (uint64_t start = 0; start < n; start += kBatchBlock) {
             if (should_stop()) return start;
             const unsigned len = static_cast<unsigned>(std::min<uint64_t>(kBatchBlock, n - start));
-            prepare_block(start, len, hash_at, ks);
+            prepare_block(table_.probe(), locator(), start, len, hash_at, ks);
             for (unsigned j = 0; j < len; ++j) {
                 const bool erased = erase_located(ks[j]);
                 if (out) out[start + j] = erased;
@@ -328,12 +344,27 @@ protected:
         if (!table_.writable()) throw ReadOnlyError("the filter is read-only (memory-mapped): copy() it to modify it");
     }
 
+    template <BucketShape Shape, class HashAt, class Out, class Stop>
+    uint64_t contains_loop(const TableProbe probe, uint64_t n, HashAt& hash_at, Out* out, Stop& should_stop) const {
+        const Locator loc = locator();
+        KeyHash ks[kBatchBlock];
+        for (uint64_t start = 0; start < n; start += kBatchBlock) {
+            if (should_stop()) return start;
+            const unsigned len = static_cast<unsigned>(std::min<uint64_t>(kBatchBlock, n - start));
+            prepare_block(probe, loc, start, len, hash_at, ks);
+            for (unsigned j = 0; j < len; ++j)
+                out[start + j] = probe.contains_as<Shape>(ks[j].i1, ks[j].fp) | probe.contains_as<Shape>(ks[j].i2, ks[j].fp);
+        }
+        return n;
+    }
+
     template <class HashAt>
-    void prepare_block(uint64_t start, unsigned len, HashAt& hash_at, KeyHash* ks) const {
+    static void prepare_block(const TableProbe& probe, const Locator& loc, uint64_t start, unsigned len,
+                              HashAt& hash_at, KeyHash* ks) {
         for (unsigned j = 0; j < len; ++j) {
-            ks[j] = locate(hash_at(start + j));
-            table_.prefetch(ks[j].i1);
-            table_.prefetch(ks[j].i2);
+            ks[j] = loc.locate(hash_at(start + j));
+            probe.prefetch(ks[j].i1);
+            probe.prefetch(ks[j].i2);
         }
     }
 
@@ -352,10 +383,15 @@ protected:
 
     bool insert_located(const KeyHash& k) {
         require_writable();
-        int s = table_.find_slot(k.i1, 0);
-        if (s >= 0) return place(k.i1, static_cast<unsigned>(s), k.fp);
-        s = table_.find_slot(k.i2, 0);
-        if (s >= 0) return place(k.i2, static_cast<unsigned>(s), k.fp);
+        // Into the emptier of the two buckets ("two choices"): keeping buckets balanced makes
+        // evictions a third rarer and raises the load of the first failure (b = 4, f = 16: 96.3%
+        // instead of 95.9%). Ties go to i1.
+        const unsigned free1 = table_.count(k.i1, 0);
+        const unsigned free2 = table_.count(k.i2, 0);
+        if (free1 | free2) {
+            const uint64_t bucket = free1 >= free2 ? k.i1 : k.i2;
+            return place(bucket, static_cast<unsigned>(table_.find_slot(bucket, 0)), k.fp);
+        }
         if (evict_search(k)) return true;
         ++stats_.failed_inserts;
         return false;

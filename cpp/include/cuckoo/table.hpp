@@ -127,6 +127,81 @@ private:
     bool owned_ = true;
 };
 
+// How a bucket is read: one 8-byte load (b*f + 7 <= 64 bits), one word straddling 9 bytes, or
+// several words (b*f > 64). Bulk lookups dispatch on it once per call, not once per bucket.
+enum class BucketShape { OneLoad, OneWord, MultiWord };
+
+// The read side of a table as a small value: bulk loops copy it into locals so that the compiler
+// keeps the layout constants in registers (stores into a bool/uint8 output array may alias any
+// object's bytes, which would otherwise force a reload of every member after each store).
+struct TableProbe {
+    const unsigned char* data;
+    uint64_t bucket_bits;
+    uint64_t word_mask;
+    uint64_t lane_ones;
+    uint64_t lane_low;
+    uint64_t lane_high;
+    unsigned word_bits;
+    unsigned words_per_bucket;
+    unsigned bucket_last_byte;
+
+    uint64_t load_bits(uint64_t bit) const noexcept {
+        // The word's bits from an unaligned position: one 8-byte load plus the following byte,
+        // combined without branching (the shift by 64 - s is split so that s = 0 is defined).
+        const unsigned char* p = data + (bit >> 3);
+        const unsigned s = bit & 7;
+        const uint64_t lo = load_le64(p);
+        const uint64_t hi = p[8];
+        return ((lo >> s) | ((hi << 1) << (63 - s))) & word_mask;
+    }
+    // Top bit of lane l set iff lane l of x (L lanes of f bits) is zero. Exact for every lane:
+    // (x & low) + low cannot carry out of a lane, unlike the classic haszero trick.
+    uint64_t zero_lanes(uint64_t x) const noexcept { return ~(((x & lane_low) + lane_low) | x | lane_low) & lane_high; }
+    uint64_t match_mask(uint64_t bucket, unsigned word, uint32_t fp) const noexcept {
+        return zero_lanes(load_bits(bucket * bucket_bits + word * word_bits) ^ (fp * lane_ones));
+    }
+    BucketShape shape() const noexcept {
+        if (words_per_bucket > 1) return BucketShape::MultiWord;
+        // A bucket starts at bit i*b*f: byte-aligned when b*f is a multiple of 8, else at a
+        // shift of up to 7 bits, which one 8-byte load covers while b*f + 7 <= 64.
+        const unsigned max_shift = (bucket_bits % 8 == 0) ? 0 : 7;
+        return word_bits + max_shift <= 64 ? BucketShape::OneLoad : BucketShape::OneWord;
+    }
+    template <BucketShape Shape>
+    bool contains_as(uint64_t bucket, uint32_t fp) const noexcept {
+        const uint64_t bit = bucket * bucket_bits;
+        const uint64_t pattern = fp * lane_ones;
+        if constexpr (Shape == BucketShape::OneLoad) {
+            const uint64_t word = (load_le64(data + (bit >> 3)) >> (bit & 7)) & word_mask;
+            return zero_lanes(word ^ pattern) != 0;
+        } else if constexpr (Shape == BucketShape::OneWord) {
+            return zero_lanes(load_bits(bit) ^ pattern) != 0;
+        } else {
+            uint64_t any = 0;
+            for (unsigned w = 0; w < words_per_bucket; ++w) any |= zero_lanes(load_bits(bit + w * word_bits) ^ pattern);
+            return any != 0;
+        }
+    }
+    bool contains(uint64_t bucket, uint32_t fp) const noexcept {
+        switch (shape()) {
+            case BucketShape::OneLoad: return contains_as<BucketShape::OneLoad>(bucket, fp);
+            case BucketShape::OneWord: return contains_as<BucketShape::OneWord>(bucket, fp);
+            default: return contains_as<BucketShape::MultiWord>(bucket, fp);
+        }
+    }
+    unsigned count(uint64_t bucket, uint32_t fp) const noexcept {
+        unsigned n = 0;
+        for (unsigned w = 0; w < words_per_bucket; ++w) n += popcount64(match_mask(bucket, w, fp));
+        return n;
+    }
+    void prefetch(uint64_t bucket) const noexcept {
+        const unsigned char* first = data + ((bucket * bucket_bits) >> 3);
+        prefetch_read(first);
+        // A bucket may straddle two cache lines; prefetching the same line twice is nearly free.
+        prefetch_read(first + bucket_last_byte);
+    }
+};
+
 class PackedTable {
 public:
     PackedTable() = default;
@@ -169,11 +244,11 @@ public:
 
     // ---- single slots ----
     uint32_t get(uint64_t bucket, unsigned slot) const noexcept {
-        const uint64_t bit = (bucket * bucket_size_ + slot) * fp_bits_;
+        const uint64_t bit = bucket * bucket_bits_ + slot * fp_bits_;
         return static_cast<uint32_t>((load_le64(bytes_.data() + (bit >> 3)) >> (bit & 7)) & fp_mask_);
     }
     void set(uint64_t bucket, unsigned slot, uint32_t fp) noexcept {
-        const uint64_t bit = (bucket * bucket_size_ + slot) * fp_bits_;
+        const uint64_t bit = bucket * bucket_bits_ + slot * fp_bits_;
         unsigned char* p = bytes_.data() + (bit >> 3);
         const unsigned shift = bit & 7;
         uint64_t w = load_le64(p);
@@ -182,22 +257,15 @@ public:
     }
 
     // ---- whole buckets (SWAR) ----
-    // Bit mask with the top bit of lane l set iff lane l of word w of `bucket` equals fp.
+    TableProbe probe() const noexcept {
+        return TableProbe{bytes_.data(), bucket_bits_, word_mask_, lane_ones_, lane_low_, lane_high_,
+                          word_bits_, words_per_bucket_, bucket_last_byte_};
+    }
     uint64_t match_mask(uint64_t bucket, unsigned word, uint32_t fp) const noexcept {
-        const uint64_t x = load_word(bucket, word) ^ (fp * lane_ones_);
-        return ~(((x & lane_low_) + lane_low_) | x | lane_low_) & lane_high_;
+        return probe().match_mask(bucket, word, fp);
     }
-    bool contains(uint64_t bucket, uint32_t fp) const noexcept {
-        if (words_per_bucket_ == 1) return match_mask(bucket, 0, fp) != 0;
-        uint64_t any = 0;
-        for (unsigned w = 0; w < words_per_bucket_; ++w) any |= match_mask(bucket, w, fp);
-        return any != 0;
-    }
-    unsigned count(uint64_t bucket, uint32_t fp) const noexcept {
-        unsigned n = 0;
-        for (unsigned w = 0; w < words_per_bucket_; ++w) n += popcount64(match_mask(bucket, w, fp));
-        return n;
-    }
+    bool contains(uint64_t bucket, uint32_t fp) const noexcept { return probe().contains(bucket, fp); }
+    unsigned count(uint64_t bucket, uint32_t fp) const noexcept { return probe().count(bucket, fp); }
     // Index of the first slot equal to fp, or -1. find_slot(bucket, 0) finds an empty slot.
     int find_slot(uint64_t bucket, uint32_t fp) const noexcept {
         for (unsigned w = 0; w < words_per_bucket_; ++w) {
@@ -208,13 +276,7 @@ public:
     }
     unsigned occupied(uint64_t bucket) const noexcept { return bucket_size_ - count(bucket, 0); }
 
-    void prefetch(uint64_t bucket) const noexcept {
-        const uint64_t first = bucket * bucket_size_ * fp_bits_ / 8;
-        const uint64_t last = ((bucket + 1) * bucket_size_ * fp_bits_ - 1) / 8;
-        prefetch_read(bytes_.data() + first);
-        // A bucket may straddle two cache lines; prefetching the same line twice is nearly free.
-        prefetch_read(bytes_.data() + last);
-    }
+    void prefetch(uint64_t bucket) const noexcept { probe().prefetch(bucket); }
 
 private:
     void init_layout() {
@@ -222,28 +284,22 @@ private:
         lanes_per_word_ = bucket_size_;
         while (lanes_per_word_ * fp_bits_ > 64) lanes_per_word_ /= 2;
         words_per_bucket_ = bucket_size_ / lanes_per_word_;
-        const unsigned word_bits = lanes_per_word_ * fp_bits_;
-        word_mask_ = word_bits >= 64 ? ~0ull : ((1ull << word_bits) - 1);
+        word_bits_ = lanes_per_word_ * fp_bits_;
+        bucket_bits_ = bucket_size_ * fp_bits_;
+        bucket_last_byte_ = (bucket_bits_ - 1) / 8;
+        word_mask_ = word_bits_ >= 64 ? ~0ull : ((1ull << word_bits_) - 1);
         lane_ones_ = 0;
         for (unsigned l = 0; l < lanes_per_word_; ++l) lane_ones_ |= 1ull << (l * fp_bits_);
         lane_high_ = lane_ones_ << (fp_bits_ - 1);
         lane_low_ = lane_ones_ * ((1ull << (fp_bits_ - 1)) - 1);
     }
-    // The L*f bits of word w of a bucket, from an unaligned position: one 8-byte load plus the
-    // following byte, combined without branching (the shift by 64 - s is split so s = 0 is defined).
-    uint64_t load_word(uint64_t bucket, unsigned word) const noexcept {
-        const uint64_t bit = (bucket * bucket_size_ + word * lanes_per_word_) * fp_bits_;
-        const unsigned char* p = bytes_.data() + (bit >> 3);
-        const unsigned s = bit & 7;
-        const uint64_t lo = load_le64(p);
-        const uint64_t hi = p[8];
-        return ((lo >> s) | ((hi << 1) << (63 - s))) & word_mask_;
-    }
-
     uint64_t bucket_count_ = 0;
     unsigned bucket_size_ = 0;
     unsigned fp_bits_ = 0;
     unsigned lanes_per_word_ = 1;
+    unsigned word_bits_ = 0;    // L * f
+    uint64_t bucket_bits_ = 0;  // b * f
+    unsigned bucket_last_byte_ = 0;
     unsigned words_per_bucket_ = 1;
     uint64_t fp_mask_ = 0;
     uint64_t word_mask_ = 0;
