@@ -22,10 +22,12 @@
 #include <vector>
 
 #include "cuckoo/filter.hpp"
+#include "cuckoo/hash.hpp"
 
 namespace cuckoo_py {
 
 namespace py = pybind11;
+using cuckoo::load_le64;
 
 inline std::string type_name(PyObject* o) { return Py_TYPE(o)->tp_name; }
 
@@ -145,6 +147,18 @@ inline size_t encode_utf8(uint32_t c, unsigned char* o) {
     return 4;
 }
 
+// Length of a NumPy 'S' item without its trailing NUL padding (NumPy drops it: the scalar of
+// b"ab" in an 'S4' array is b"ab"). Word at a time: padding is often most of the item.
+inline size_t unpadded_length(const unsigned char* p, size_t len) {
+    while (len >= 8) {
+        const uint64_t w = load_le64(p + len - 8);
+        if (w != 0) return len - static_cast<size_t>(__builtin_clzll(w) / 8);
+        len -= 8;
+    }
+    while (len > 0 && p[len - 1] == 0) --len;
+    return len;
+}
+
 // ---- batches ----------------------------------------------------------------------------------
 
 enum class BufferKind {
@@ -230,9 +244,7 @@ auto with_hasher(const cuckoo::Filter& f, const KeyBatch& b, Fn&& fn) {
             const Py_ssize_t stride = b.stride, width = b.itemsize;
             return fn([&f, base, stride, width](uint64_t k) {
                 const unsigned char* p = base + static_cast<Py_ssize_t>(k) * stride;
-                Py_ssize_t len = width;
-                while (len > 0 && p[len - 1] == 0) --len;  // NumPy drops trailing NULs
-                return f.hash_key(p, static_cast<size_t>(len));
+                return f.hash_key(p, unpadded_length(p, static_cast<size_t>(width)));
             });
         }
         case BufferKind::Unicode: {

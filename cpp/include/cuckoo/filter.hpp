@@ -406,9 +406,11 @@ protected:
 
     // Breadth-first search for the shortest chain of moves freeing a slot in i1 or i2. Node n is a
     // full bucket reached by moving fingerprint `slot` of bucket nodes[parent] to its alternate.
-    // A bucket is not re-entered on its own path, so a chain never touches a bucket twice; the
-    // chain is applied from its end (each fingerprint is copied before its old slot is reused),
-    // so at no moment is a stored fingerprint missing.
+    // The search goes level by level: all buckets of the next level are prefetched before any is
+    // examined, so a level costs about one memory latency, not one per bucket. A bucket is not
+    // re-entered on its own path, so a chain never touches a bucket twice; the chain is applied
+    // from its end (each fingerprint is copied before its old slot is reused), so at no moment
+    // is a stored fingerprint missing. At most max_kicks buckets are examined.
     struct SearchNode {
         uint64_t bucket;
         int32_t parent;
@@ -416,31 +418,39 @@ protected:
     };
 
     bool evict_search(const KeyHash& k) {
-        if (max_kicks_ == 0) return false;
         std::vector<SearchNode>& nodes = search_nodes_;
         nodes.clear();
         nodes.push_back({k.i1, -1, 0});
         nodes.push_back({k.i2, -1, 0});
         const unsigned b = bucket_size();
-        uint64_t children[8];
-        for (size_t head = 0; head < nodes.size(); ++head) {
-            const uint64_t bucket = nodes[head].bucket;
-            for (unsigned s = 0; s < b; ++s) {
-                children[s] = alt_index(bucket, table_.get(bucket, s));
-                table_.prefetch(children[s]);
+        const TableProbe probe = table_.probe();
+        const Locator loc = locator();
+        uint64_t budget = max_kicks_;
+        size_t level_begin = 0;
+        while (budget > 0 && level_begin < nodes.size()) {
+            const size_t level_end = nodes.size();
+            // Expand the level: every slot of every bucket gives one candidate bucket.
+            for (size_t n = level_begin; n < level_end && nodes.size() - level_end < budget; ++n) {
+                const uint64_t bucket = nodes[n].bucket;
+                for (unsigned s = 0; s < b && nodes.size() - level_end < budget; ++s) {
+                    const uint64_t child = loc.alt_index(bucket, table_.get(bucket, s));
+                    if (on_path(static_cast<int32_t>(n), child)) continue;
+                    probe.prefetch(child);
+                    nodes.push_back({child, static_cast<int32_t>(n), s});
+                }
             }
-            for (unsigned s = 0; s < b; ++s) {
-                const uint64_t child = children[s];
+            if (nodes.size() == level_end) break;
+            budget -= nodes.size() - level_end;
+            // Examine it: the first candidate with an empty slot ends the search.
+            for (size_t c = level_end; c < nodes.size(); ++c) {
                 ++stats_.buckets_searched;
-                const int empty = table_.find_slot(child, 0);
+                const int empty = table_.find_slot(nodes[c].bucket, 0);
                 if (empty >= 0) {
-                    apply_chain(static_cast<int32_t>(head), s, child, static_cast<unsigned>(empty), k.fp);
+                    apply_chain(nodes[c].parent, nodes[c].slot, nodes[c].bucket, static_cast<unsigned>(empty), k.fp);
                     return true;
                 }
-                if (nodes.size() >= max_kicks_ + 2u) return false;
-                if (!on_path(static_cast<int32_t>(head), child))
-                    nodes.push_back({child, static_cast<int32_t>(head), s});
             }
+            level_begin = level_end;
         }
         return false;
     }

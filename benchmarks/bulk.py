@@ -1,0 +1,178 @@
+"""Bulk throughput of cuckoo.Filter against baselines measured in the same run.
+
+    python benchmarks/bulk.py                  # 10^6 and 6*10^7 keys (needs ~4 GiB, ~2 minutes)
+    python benchmarks/bulk.py --sizes 1e6      # cache-resident size only
+
+For each size n, a filter with capacity n (b = 4, f = 16 unless --fingerprint-bits) is filled
+to 95% of its slots with add_many, then queried. Every figure is the best of --repeat runs, in
+nanoseconds per key, next to:
+
+- gather: np.take of n random positions from a uint64 array as large as the filter's table
+  (what touching memory at random costs on this machine, this run);
+- set: `k in s` in a Python loop over a set of the same keys, and the set's memory;
+- uint64: for string keys, the same lookups with uint64 keys.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import sys
+import time
+from typing import Callable, List, Sequence, Tuple
+
+import numpy as np
+
+import cuckoo
+
+
+def best_time(fn: Callable[[], object], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        gc.collect()
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def string_keys(rng: np.random.Generator, n: int) -> np.ndarray:
+    """n distinct-ish keys of 8 to 32 bytes as a NumPy 'S32' array."""
+    lengths = rng.integers(8, 33, size=n)
+    alphabet = np.frombuffer(b"abcdefghijklmnopqrstuvwxyz0123456789", dtype=np.uint8)
+    raw = alphabet[rng.integers(0, len(alphabet), size=(n, 32))]
+    raw[np.arange(32)[None, :] >= lengths[:, None]] = 0  # NUL padding = shorter key
+    return raw.view("S32").ravel()
+
+
+def set_memory(s: set) -> int:
+    return sys.getsizeof(s) + sum(sys.getsizeof(k) for k in s)
+
+
+Row = Tuple[str, str, float, str]
+
+
+def bench_size(n: int, f_bits: int, repeat: int, with_set: bool) -> List[Row]:
+    rng = np.random.default_rng(12345)
+    rows: List[Row] = []
+    filt = cuckoo.Filter(n, fingerprint_bits=f_bits, bucket_size=4)
+    fill = int(0.95 * filt.slot_count)
+    present = rng.integers(0, 2**63, size=fill, dtype=np.uint64)
+
+    # Baseline: random gather over an array as large as the table.
+    table = np.arange(max(filt.nbytes // 8, 1), dtype=np.uint64)
+    positions = rng.integers(0, len(table), size=n)
+    t_gather = best_time(lambda: np.take(table, positions), repeat) / n * 1e9
+    rows.append(("gather (np.take)", "baseline", t_gather, f"table {filt.nbytes / 2**20:.1f} MiB"))
+    del table, positions
+
+    # Fill from empty to 95% load.
+    def fill_filter() -> None:
+        filt.clear()
+        filt.add_many(present)
+
+    t_fill = best_time(fill_filter, 1 if n > 10**7 else repeat) / fill * 1e9
+    rows.append(("add_many to 95% load", "uint64", t_fill, f"{t_fill / t_gather:.1f}x gather"))
+
+    # Lookups, 50% present.
+    absent = rng.integers(2**63, 2**64 - 1, size=n - n // 2, dtype=np.uint64)
+    queries = np.concatenate([present[: n // 2], absent])
+    rng.shuffle(queries)
+    t_contains = best_time(lambda: filt.contains_many(queries), repeat) / n * 1e9
+    rows.append(("contains_many 50% present", "uint64", t_contains, f"{t_contains / t_gather:.2f}x gather"))
+    t_count = best_time(lambda: filt.count_many(queries), repeat) / n * 1e9
+    rows.append(("count_many", "uint64", t_count, f"{t_count / t_gather:.2f}x gather"))
+
+    # add_unique_many on a batch that is half new, then discard_many of the same keys.
+    batch = np.concatenate([present[: n // 4], rng.integers(2**63, 2**64 - 1, size=n // 4, dtype=np.uint64)])
+    work = filt.copy()
+    work.discard_many(present[fill - n // 4 :])  # room for the new half
+    base = work.copy()
+
+    def unique_then_discard() -> Tuple[float, float]:
+        w = base.copy()
+        t0 = time.perf_counter()
+        w.add_unique_many(batch)
+        t1 = time.perf_counter()
+        w.discard_many(batch)
+        t2 = time.perf_counter()
+        return t1 - t0, t2 - t1
+
+    runs = [unique_then_discard() for _ in range(repeat)]
+    t_unique = min(r[0] for r in runs) / len(batch) * 1e9
+    t_discard = min(r[1] for r in runs) / len(batch) * 1e9
+    rows.append(("add_unique_many (half new)", "uint64", t_unique, f"{t_unique / t_gather:.2f}x gather"))
+    rows.append(("discard_many", "uint64", t_discard, f"{t_discard / t_gather:.2f}x gather"))
+    del work, base
+
+    # String keys of 8-32 bytes: NumPy 'S' and (if installed) Arrow.
+    sfilt = cuckoo.Filter(n, fingerprint_bits=f_bits, bucket_size=4)
+    skeys = string_keys(rng, fill)
+    sfilt.add_many(skeys)
+    squeries = np.concatenate([skeys[: n // 2], string_keys(np.random.default_rng(7), n - n // 2)])
+    rng.shuffle(squeries)
+    t_str = best_time(lambda: sfilt.contains_many(squeries), repeat) / n * 1e9
+    rows.append(("contains_many 50% present", "bytes 8-32 (NumPy S)", t_str, f"{t_str / t_contains:.2f}x uint64"))
+    try:
+        import pyarrow as pa
+
+        arrow = pa.array([bytes(k) for k in squeries.tolist()], type=pa.binary())
+        t_arrow = best_time(lambda: sfilt.contains_many(arrow), repeat) / n * 1e9
+        rows.append(("contains_many 50% present", "bytes 8-32 (Arrow)", t_arrow, f"{t_arrow / t_contains:.2f}x uint64"))
+        del arrow
+    except ImportError:
+        rows.append(("contains_many 50% present", "bytes (Arrow)", float("nan"), "pyarrow not installed"))
+    del sfilt, skeys, squeries
+
+    if with_set:
+        keys_list = present[:n].tolist()
+        s = set(keys_list)
+        probe = queries.tolist()
+
+        def set_loop() -> int:
+            hits = 0
+            for k in probe:
+                if k in s:
+                    hits += 1
+            return hits
+
+        def filter_loop() -> int:
+            hits = 0
+            for k in probe:
+                if k in filt:
+                    hits += 1
+            return hits
+
+        t_set = best_time(set_loop, repeat) / n * 1e9
+        t_scalar = best_time(filter_loop, repeat) / n * 1e9
+        mem_set = set_memory(s)
+        rows.append(("`k in s` loop, Python set", "int", t_set, f"contains_many is {t_set / t_contains:.0f}x faster"))
+        rows.append(("`k in f` loop, scalar", "int", t_scalar, f"{t_scalar / t_set:.2f}x set"))
+        rows.append((
+            "memory per key",
+            "set vs filter",
+            mem_set / len(s),
+            f"set {mem_set / 2**20:.0f} MiB vs filter {filt.nbytes / 2**20:.1f} MiB: {mem_set / filt.nbytes:.0f}x less",
+        ))
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="1e6,6e7", help="comma-separated key counts (default 1e6,6e7)")
+    parser.add_argument("--fingerprint-bits", type=int, default=16)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args(argv)
+    print(f"cuckoo {cuckoo.__version__}, numpy {np.__version__}, python {sys.version.split()[0]}")
+    for size in (int(float(s)) for s in args.sizes.split(",")):
+        rows = bench_size(size, args.fingerprint_bits, args.repeat, with_set=size <= 10**7)
+        print(f"\nn = {size:,} keys, f = {args.fingerprint_bits}, b = 4")
+        print(f"{'operation':<30} {'keys':<22} {'ns/key':>9}  vs baseline")
+        for op, kind, ns, note in rows:
+            unit = "bytes" if op == "memory per key" else ""
+            value = f"{ns:9.1f}" if unit == "" else f"{ns:6.1f} B "
+            print(f"{op:<30} {kind:<22} {value}  {note}")
+
+
+if __name__ == "__main__":
+    main()
