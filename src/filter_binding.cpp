@@ -72,7 +72,9 @@ double fpr_arg(const py::handle& v) {
 }
 
 PyFilter make_filter(const py::handle& capacity, const py::handle& fpr, const py::handle& fingerprint_bits,
-                     const py::handle& bucket_size, const py::handle& max_kicks, const py::handle& seed) {
+                     const py::handle& bucket_size, const py::handle& max_kicks, const py::handle& seed,
+                     const py::handle& growable) {
+    if (!PyBool_Check(growable.ptr())) throw py::type_error(std::string("growable must be a bool, not ") + type_name(growable.ptr()));
     const long long cap = int_arg(capacity, "capacity", 0, std::numeric_limits<long long>::max());
     if (cap <= 0) throw py::value_error("capacity must be positive, got " + std::to_string(cap));
     const unsigned b = static_cast<unsigned>(int_arg(bucket_size, "bucket_size", 0, 1 << 20));
@@ -96,7 +98,8 @@ PyFilter make_filter(const py::handle& capacity, const py::handle& fpr, const py
             throw py::value_error(e.what());
         }
     }
-    return PyFilter(cuckoo::Filter::for_capacity(static_cast<uint64_t>(cap), target, f, b, kicks, s));
+    return PyFilter(cuckoo::StagedFilter(cuckoo::Filter::for_capacity(static_cast<uint64_t>(cap), target, f, b, kicks, s),
+                                         growable.ptr() == Py_True));
 }
 
 // ---- bulk calls ----
@@ -137,7 +140,7 @@ py::array_t<T> new_array(uint64_t n) {
 // Runs a read-only batch operation over every part of `keys`, writing results of type T.
 template <class T, class Op>
 py::array_t<T> read_many(const PyFilter& self, const py::handle& keys, Op&& op) {
-    std::vector<KeyBatch> batches = make_batches(self.core, keys);
+    std::vector<KeyBatch> batches = make_batches(self.core.hasher(), keys);
     py::array_t<T> out = new_array<T>(total_size(batches));
     T* dst = out.mutable_data();
     SignalCheck stop;
@@ -146,8 +149,9 @@ py::array_t<T> read_many(const PyFilter& self, const py::handle& keys, Op&& op) 
         // Safe without the GIL: the loop reads only the core's table (guarded by the lock) and
         // buffers that `batches` holds exported, and writes only into `out`.
         py::gil_scoped_release nogil;
+        const cuckoo::KeyHasher hasher = self.core.hasher();
         for (const KeyBatch& b : batches) {
-            const uint64_t done = with_hasher(self.core, b, [&](auto hash_at) { return op(b.size, hash_at, dst, stop); });
+            const uint64_t done = with_hasher(hasher, b, [&](auto hash_at) { return op(b.size, hash_at, dst, stop); });
             if (done < b.size) break;
             dst += b.size;
         }
@@ -156,17 +160,17 @@ py::array_t<T> read_many(const PyFilter& self, const py::handle& keys, Op&& op) 
     return out;
 }
 
-[[noreturn]] void raise_full_in_batch(const cuckoo::Filter& f, uint64_t done, uint64_t total) {
+[[noreturn]] void raise_full_in_batch(const cuckoo::StagedFilter& f, uint64_t done, uint64_t total) {
     raise_filter_full("filter is full: " + with_commas(done) + " of " + with_commas(total) +
                           " keys of the batch were handled before one found no room within max_kicks=" +
-                          std::to_string(f.max_kicks()) + " (load " + percent(f.load_factor()) +
+                          std::to_string(f.first().max_kicks()) + " (load " + percent(f.load_factor()) +
                           "); every key stored before is still there",
                       done);
 }
 
 // Inserts every part of `keys` in order. Returns the number of keys handled.
 uint64_t insert_many(PyFilter& self, const py::handle& keys, cuckoo::Filter::InsertMode mode, bool* was_new) {
-    std::vector<KeyBatch> batches = make_batches(self.core, keys);
+    std::vector<KeyBatch> batches = make_batches(self.core.hasher(), keys);
     const uint64_t total = total_size(batches);
     SignalCheck stop;
     uint64_t done = 0;
@@ -175,8 +179,9 @@ uint64_t insert_many(PyFilter& self, const py::handle& keys, cuckoo::Filter::Ins
         WriteLock lock(self);
         // Safe without the GIL: see read_many; the write lock keeps every other thread out.
         py::gil_scoped_release nogil;
+        const cuckoo::KeyHasher hasher = self.core.hasher();
         for (const KeyBatch& b : batches) {
-            const uint64_t n = with_hasher(self.core, b, [&](auto hash_at) {
+            const uint64_t n = with_hasher(hasher, b, [&](auto hash_at) {
                 return self.core.insert_batch(b.size, hash_at, mode, was_new ? was_new + done : nullptr, full, stop);
             });
             done += n;
@@ -189,15 +194,16 @@ uint64_t insert_many(PyFilter& self, const py::handle& keys, cuckoo::Filter::Ins
 }
 
 py::array_t<bool> discard_many(PyFilter& self, const py::handle& keys) {
-    std::vector<KeyBatch> batches = make_batches(self.core, keys);
+    std::vector<KeyBatch> batches = make_batches(self.core.hasher(), keys);
     py::array_t<bool> out = new_array<bool>(total_size(batches));
     bool* dst = out.mutable_data();
     SignalCheck stop;
     {
         WriteLock lock(self);
         py::gil_scoped_release nogil;
+        const cuckoo::KeyHasher hasher = self.core.hasher();
         for (const KeyBatch& b : batches) {
-            const uint64_t n = with_hasher(self.core, b, [&](auto hash_at) { return self.core.erase_batch(b.size, hash_at, dst, stop); });
+            const uint64_t n = with_hasher(hasher, b, [&](auto hash_at) { return self.core.erase_batch(b.size, hash_at, dst, stop); });
             if (n < b.size) break;
             dst += b.size;
         }
@@ -206,10 +212,27 @@ py::array_t<bool> discard_many(PyFilter& self, const py::handle& keys) {
     return out;
 }
 
+// ---- merging ----
+
+void merge_into(PyFilter& self, const PyFilter& other) {
+    // Snapshot `other` first and only then lock `self`: never hold one filter's lock while
+    // waiting for another's (a.merge(b) and b.merge(a) in two threads must not deadlock).
+    const cuckoo::StagedFilter snapshot = [&] {
+        ReadLock lock(other);
+        return other.core;
+    }();
+    WriteLock lock(self);
+    try {
+        self.core.merge(snapshot);
+    } catch (const cuckoo::FilterFullError& e) {
+        raise_filter_full(e.what(), 0);
+    }
+}
+
 // ---- scalar calls ----
 
-[[noreturn]] void raise_full(const cuckoo::Filter& f) {
-    raise_filter_full("filter is full: no room for the key within max_kicks=" + std::to_string(f.max_kicks()) +
+[[noreturn]] void raise_full(const cuckoo::StagedFilter& f) {
+    raise_filter_full("filter is full: no room for the key within max_kicks=" + std::to_string(f.first().max_kicks()) +
                           " (load " + percent(f.load_factor()) + ", " + with_commas(f.size()) + " of " +
                           with_commas(f.slot_count()) + " slots); every key stored before is still there",
                       0);
@@ -231,7 +254,7 @@ int contains_slot(PyObject* self, PyObject* key) {
     PyFilter* f = filter_of(self);
     if (!f) return -1;
     uint64_t h;
-    if (!hash_object(f->core, key, h)) return -1;
+    if (!hash_object(f->core.hasher(), key, h)) return -1;
     try {
         ReadLock lock(*f);
         return f->core.contains_hash(h) ? 1 : 0;
@@ -264,38 +287,38 @@ Keys are int (64-bit, signed or unsigned), bytes, or str (hashed as UTF-8).
 )doc");
     cls.def(py::init(&make_filter), py::arg("capacity"), py::arg("fpr") = py::none(), py::kw_only(),
             py::arg("fingerprint_bits") = py::none(), py::arg("bucket_size") = 4,
-            py::arg("max_kicks") = kDefaultMaxKicks, py::arg("seed") = 0);
+            py::arg("max_kicks") = kDefaultMaxKicks, py::arg("seed") = 0, py::arg("growable") = false);
 
     // scalar operations
     cls.def("add", [](PyFilter& self, const py::handle& key) {
-        const uint64_t h = hash_key_or_throw(self.core, key);
+        const uint64_t h = hash_key_or_throw(self.core.hasher(), key);
         WriteLock lock(self);
         if (!self.core.insert_hash(h)) raise_full(self.core);
     }, py::arg("key"), "Add key (a multiset: adding twice stores it twice). Raises FilterFullError if no room is found; the filter is then unchanged.");
     cls.def("add_unique", [](PyFilter& self, const py::handle& key) {
-        const uint64_t h = hash_key_or_throw(self.core, key);
+        const uint64_t h = hash_key_or_throw(self.core.hasher(), key);
         WriteLock lock(self);
         bool was_new = false;
         if (!self.core.insert_unique_hash(h, was_new)) raise_full(self.core);
         return was_new;
     }, py::arg("key"), "Add key unless it is (maybe) present. Returns True if it was added. A false positive makes it return False for a new key.");
     cls.def("discard", [](PyFilter& self, const py::handle& key) {
-        const uint64_t h = hash_key_or_throw(self.core, key);
+        const uint64_t h = hash_key_or_throw(self.core.hasher(), key);
         WriteLock lock(self);
         return self.core.erase_hash(h);
     }, py::arg("key"), "Remove one copy of key if present; returns whether one was removed. Only remove keys that were added: removing an absent key that is a false positive deletes another key's fingerprint.");
     cls.def("remove", [](PyFilter& self, const py::handle& key) {
-        const uint64_t h = hash_key_or_throw(self.core, key);
+        const uint64_t h = hash_key_or_throw(self.core.hasher(), key);
         WriteLock lock(self);
         if (!self.core.erase_hash(h)) throw py::key_error(py::repr(key).cast<std::string>());
     }, py::arg("key"), "Remove one copy of key; raises KeyError if it is absent.");
     cls.def("__contains__", [](const PyFilter& self, const py::handle& key) {
-        const uint64_t h = hash_key_or_throw(self.core, key);
+        const uint64_t h = hash_key_or_throw(self.core.hasher(), key);
         ReadLock lock(self);
         return self.core.contains_hash(h);
     }, py::arg("key"));
     cls.def("count", [](const PyFilter& self, const py::handle& key) {
-        const uint64_t h = hash_key_or_throw(self.core, key);
+        const uint64_t h = hash_key_or_throw(self.core.hasher(), key);
         ReadLock lock(self);
         return self.core.count_hash(h);
     }, py::arg("key"), "Copies of key's fingerprint in its two buckets: at least the times key was added and not removed.");
@@ -342,7 +365,7 @@ Keys are int (64-bit, signed or unsigned), bytes, or str (hashed as UTF-8).
     cls.def("add_unique_many", [](PyFilter& self, const py::handle& keys) {
         // Hash first so that the mask can be sized; insert_many hashes again only for Python
         // objects, which make_batches caches nowhere: accept that second pass for simplicity.
-        py::array_t<bool> out = new_array<bool>(total_size(make_batches(self.core, keys)));
+        py::array_t<bool> out = new_array<bool>(total_size(make_batches(self.core.hasher(), keys)));
         insert_many(self, keys, Filter::InsertMode::Unique, out.mutable_data());
         return out;
     }, py::arg("keys"), "Add each key not (maybe) present yet, in order; returns a bool array, True where the key was new. A key repeated in the batch is new only the first time: the dedup primitive.");
@@ -358,19 +381,40 @@ Keys are int (64-bit, signed or unsigned), bytes, or str (hashed as UTF-8).
     }, py::arg("keys"), "A uint8 array: count(key) for each key.");
     cls.def("discard_many", &discard_many, py::arg("keys"), "Discard each key in order; a bool array, True where a copy was removed.");
 
+    // merging
+    cls.def("merge", &merge_into, py::arg("other"),
+            "Add every key of other (a multiset union: counts add), in place. Exact: needs the same seed, "
+            "bucket size, fingerprint width and capacity. Raises ValueError for mismatched filters and "
+            "FilterFullError (filter unchanged) if the union does not fit; a growable filter grows instead.");
+    cls.def("__ior__", [](py::object self, const py::handle& other) -> py::object {
+        if (!py::isinstance<PyFilter>(other)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+        merge_into(self.cast<PyFilter&>(), other.cast<const PyFilter&>());
+        return self;
+    }, py::arg("other"));
+    cls.def("__or__", [](const PyFilter& self, const py::handle& other) -> py::object {
+        if (!py::isinstance<PyFilter>(other)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+        PyFilter result = [&] {
+            ReadLock lock(self);
+            return PyFilter(self);
+        }();
+        merge_into(result, other.cast<const PyFilter&>());
+        return py::cast(std::move(result));
+    }, py::arg("other"));
+
     // introspection
     cls.def("bucket_indices", [](const PyFilter& self, const py::handle& key) {
-        const cuckoo::KeyHash k = self.core.locate(hash_key_or_throw(self.core, key));
+        const cuckoo::KeyHash k = self.core.first().locate(hash_key_or_throw(self.core.hasher(), key));
         return py::make_tuple(k.i1, k.i2, k.fp);
     }, py::arg("key"), "(i1, i2, fingerprint): the key's two candidate buckets and its fingerprint.");
     cls.def("alt_index", [](const PyFilter& self, const py::handle& index, const py::handle& fingerprint) {
-        const auto i = static_cast<uint64_t>(int_arg(index, "index", 0, static_cast<long long>(self.core.bucket_count()) - 1));
-        const auto fp = static_cast<uint32_t>(int_arg(fingerprint, "fingerprint", 1, (1ll << self.core.fingerprint_bits()) - 1));
-        return self.core.alt_index(i, fp);
+        const cuckoo::Filter& first = self.core.first();
+        const auto i = static_cast<uint64_t>(int_arg(index, "index", 0, static_cast<long long>(first.bucket_count()) - 1));
+        const auto fp = static_cast<uint32_t>(int_arg(fingerprint, "fingerprint", 1, (1ll << first.fingerprint_bits()) - 1));
+        return first.alt_index(i, fp);
     }, py::arg("index"), py::arg("fingerprint"), "The other bucket of a fingerprint stored in bucket index.");
     cls.def("stats", [](const PyFilter& self) {
         ReadLock lock(self);
-        const cuckoo::InsertStats& s = self.core.stats();
+        const cuckoo::InsertStats s = self.core.stats();
         py::dict d;
         d["inserts"] = s.inserts;
         d["failed_inserts"] = s.failed_inserts;
@@ -383,11 +427,29 @@ Keys are int (64-bit, signed or unsigned), bytes, or str (hashed as UTF-8).
     // parameters and statistics
     cls.def_property_readonly("capacity", [](const PyFilter& self) { return self.core.capacity(); }, "Keys the filter was sized for.");
     cls.def_property_readonly("bucket_count", [](const PyFilter& self) { return self.core.bucket_count(); });
-    cls.def_property_readonly("bucket_size", [](const PyFilter& self) { return self.core.bucket_size(); });
+    cls.def_property_readonly("bucket_size", [](const PyFilter& self) { return self.core.first().bucket_size(); });
     cls.def_property_readonly("slot_count", [](const PyFilter& self) { return self.core.slot_count(); });
-    cls.def_property_readonly("fingerprint_bits", [](const PyFilter& self) { return self.core.fingerprint_bits(); });
-    cls.def_property_readonly("seed", [](const PyFilter& self) { return self.core.seed(); });
-    cls.def_property_readonly("max_kicks", [](const PyFilter& self) { return self.core.max_kicks(); });
+    cls.def_property_readonly("fingerprint_bits", [](const PyFilter& self) { return self.core.first().fingerprint_bits(); },
+                              "Fingerprint width f (of the first stage; each growth stage adds one bit).");
+    cls.def_property_readonly("seed", [](const PyFilter& self) { return self.core.first().seed(); });
+    cls.def_property_readonly("max_kicks", [](const PyFilter& self) { return self.core.first().max_kicks(); });
+    cls.def_property_readonly("growable", [](const PyFilter& self) { return self.core.growable(); });
+    cls.def_property_readonly("stages", [](const PyFilter& self) {
+        ReadLock lock(self);
+        py::list out;
+        for (const cuckoo::Filter& st : self.core.stages()) {
+            py::dict d;
+            d["capacity"] = st.capacity();
+            d["bucket_count"] = st.bucket_count();
+            d["fingerprint_bits"] = st.fingerprint_bits();
+            d["items"] = st.size();
+            d["load_factor"] = st.load_factor();
+            d["nbytes"] = st.table_bytes();
+            d["expected_fpr"] = st.expected_fpr();
+            out.append(d);
+        }
+        return out;
+    }, "One dict per stage (a fixed filter has one; a growable filter adds one each time it grows).");
     cls.def_property_readonly("load_factor", [](const PyFilter& self) { return self.core.load_factor(); }, "Stored keys / slots.");
     cls.def_property_readonly("nbytes", [](const PyFilter& self) { return self.core.table_bytes(); }, "Bytes of the packed table.");
     cls.def_property_readonly("bits_per_item", [](const PyFilter& self) {
@@ -397,7 +459,7 @@ Keys are int (64-bit, signed or unsigned), bytes, or str (hashed as UTF-8).
                               "False-positive rate expected at the current load: 1 - (1 - 1/(2^f - 1))^(2 b load).");
     cls.def_property_readonly("fpr_bound", [](const PyFilter& self) { return self.core.fpr_bound(); },
                               "Upper bound on the false-positive rate, at full load: about 2 b / 2^f.");
-    cls.def_property_readonly("read_only", [](const PyFilter& self) { return !self.core.table().writable(); });
+    cls.def_property_readonly("read_only", [](const PyFilter& self) { return !self.core.writable(); });
 
     // `in` through a direct slot (see contains_slot). Set after __contains__ is defined, which
     // stays for explicit calls and introspection.

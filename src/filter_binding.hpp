@@ -7,17 +7,17 @@
 
 #include <shared_mutex>
 
-#include "cuckoo/filter.hpp"
+#include "cuckoo/staged.hpp"
 
 namespace cuckoo_py {
 
 namespace py = pybind11;
 
 struct PyFilter {
-    explicit PyFilter(cuckoo::Filter f) : core(std::move(f)) {}
+    explicit PyFilter(cuckoo::StagedFilter f) : core(std::move(f)) {}
     PyFilter(const PyFilter& other) : core(other.core) {}
 
-    cuckoo::Filter core;
+    cuckoo::StagedFilter core;
     mutable std::shared_mutex mutex;
     // What a read-only table view points into (an mmap object), kept alive with the filter.
     py::object backing;

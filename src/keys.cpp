@@ -10,7 +10,7 @@ constexpr bool kHostLittleEndian = !CUCKOO_BIG_ENDIAN;
 
 [[noreturn]] void throw_error_already_set() { throw py::error_already_set(); }
 
-void append_object_hashes(const cuckoo::Filter& f, PyObject* const* items, Py_ssize_t n, Py_ssize_t step,
+void append_object_hashes(const cuckoo::KeyHasher& f, PyObject* const* items, Py_ssize_t n, Py_ssize_t step,
                           std::vector<uint64_t>& out) {
     for (Py_ssize_t k = 0; k < n; ++k) {
         PyObject* item = items[k * step];
@@ -24,7 +24,7 @@ void append_object_hashes(const cuckoo::Filter& f, PyObject* const* items, Py_ss
     }
 }
 
-KeyBatch hashes_of_iterable(const cuckoo::Filter& f, const py::handle& keys) {
+KeyBatch hashes_of_iterable(const cuckoo::KeyHasher& f, const py::handle& keys) {
     KeyBatch b;
     b.kind = BufferKind::Hashes;
     PyObject* o = keys.ptr();
@@ -57,7 +57,7 @@ KeyBatch hashes_of_iterable(const cuckoo::Filter& f, const py::handle& keys) {
 }
 
 // A NumPy-style buffer: integers, 'S', 'U' or objects, one-dimensional, any strides.
-KeyBatch batch_of_buffer(const cuckoo::Filter& f, const py::handle& keys) {
+KeyBatch batch_of_buffer(const cuckoo::KeyHasher& f, const py::handle& keys) {
     py::buffer buf = py::reinterpret_borrow<py::buffer>(keys);
     py::buffer_info info = buf.request();
     if (info.ndim != 1)
@@ -168,7 +168,7 @@ KeyBatch batch_of_var_binary(const py::handle& offsets_obj, const py::handle& da
 
 }  // namespace
 
-std::vector<KeyBatch> make_batches(const cuckoo::Filter& f, const py::handle& keys) {
+std::vector<KeyBatch> make_batches(const cuckoo::KeyHasher& f, const py::handle& keys) {
     PyObject* o = keys.ptr();
     std::vector<KeyBatch> out;
     if (PyBytes_Check(o) || PyUnicode_Check(o) || PyByteArray_Check(o))

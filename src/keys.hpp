@@ -21,7 +21,6 @@
 #include <utility>
 #include <vector>
 
-#include "cuckoo/filter.hpp"
 #include "cuckoo/hash.hpp"
 
 namespace cuckoo_py {
@@ -65,7 +64,7 @@ inline bool int_key_value(PyObject* key, uint64_t& out) {
 
 // Hash of one Python key; sets a Python error (TypeError/ValueError) and returns false on bad
 // input. Callable only with the GIL held.
-inline bool hash_object(const cuckoo::Filter& f, PyObject* key, uint64_t& out) {
+inline bool hash_object(const cuckoo::KeyHasher& f, PyObject* key, uint64_t& out) {
     if (PyLong_Check(key)) {
         uint64_t v;
         if (!int_key_value(key, v)) return false;
@@ -112,7 +111,7 @@ inline bool hash_object(const cuckoo::Filter& f, PyObject* key, uint64_t& out) {
     return false;
 }
 
-inline uint64_t hash_key_or_throw(const cuckoo::Filter& f, const py::handle& key) {
+inline uint64_t hash_key_or_throw(const cuckoo::KeyHasher& f, const py::handle& key) {
     uint64_t h;
     if (!hash_object(f, key.ptr(), h)) throw py::error_already_set();
     return h;
@@ -194,7 +193,7 @@ struct KeyBatch {
 // Runs fn(hash_at) with a hash_at(k) -> uint64_t specialised for the batch's layout: the
 // dispatch on dtype happens once per call, not once per key.
 template <class Fn>
-auto with_hasher(const cuckoo::Filter& f, const KeyBatch& b, Fn&& fn) {
+auto with_hasher(const cuckoo::KeyHasher& f, const KeyBatch& b, Fn&& fn) {
     switch (b.kind) {
         case BufferKind::Hashes: {
             const uint64_t* h = b.hashes.data();
@@ -206,7 +205,7 @@ auto with_hasher(const cuckoo::Filter& f, const KeyBatch& b, Fn&& fn) {
             auto int_hasher = [&](auto tag) {
                 using T = decltype(tag);
                 const bool swap = b.swap_bytes;
-                return fn([&f, base, stride, swap](uint64_t k) {
+                return fn([f, base, stride, swap](uint64_t k) {
                     T v;
                     std::memcpy(&v, base + static_cast<Py_ssize_t>(k) * stride, sizeof v);
                     if (swap) v = byteswap_value(v);
@@ -217,7 +216,7 @@ auto with_hasher(const cuckoo::Filter& f, const KeyBatch& b, Fn&& fn) {
             auto uint_hasher = [&](auto tag) {
                 using T = decltype(tag);
                 const bool swap = b.swap_bytes;
-                return fn([&f, base, stride, swap](uint64_t k) {
+                return fn([f, base, stride, swap](uint64_t k) {
                     T v;
                     std::memcpy(&v, base + static_cast<Py_ssize_t>(k) * stride, sizeof v);
                     if (swap) v = byteswap_value(v);
@@ -242,7 +241,7 @@ auto with_hasher(const cuckoo::Filter& f, const KeyBatch& b, Fn&& fn) {
         case BufferKind::Bytes: {
             const unsigned char* base = b.data;
             const Py_ssize_t stride = b.stride, width = b.itemsize;
-            return fn([&f, base, stride, width](uint64_t k) {
+            return fn([f, base, stride, width](uint64_t k) {
                 const unsigned char* p = base + static_cast<Py_ssize_t>(k) * stride;
                 return f.hash_key(p, unpadded_length(p, static_cast<size_t>(width)));
             });
@@ -254,7 +253,7 @@ auto with_hasher(const cuckoo::Filter& f, const KeyBatch& b, Fn&& fn) {
             // UTF-8 needs at most 4 bytes per code point, the width of one UCS4 unit.
             std::vector<unsigned char> scratch(static_cast<size_t>(chars) * 4 + 4);
             unsigned char* out = scratch.data();
-            return fn([&f, base, stride, chars, swap, out](uint64_t k) {
+            return fn([f, base, stride, chars, swap, out](uint64_t k) {
                 const unsigned char* p = base + static_cast<Py_ssize_t>(k) * stride;
                 Py_ssize_t n = chars;
                 auto cp_at = [&](Py_ssize_t i) {
@@ -273,13 +272,13 @@ auto with_hasher(const cuckoo::Filter& f, const KeyBatch& b, Fn&& fn) {
             const unsigned char* offs = b.var_offsets;
             const unsigned char* data = b.var_data;
             if (b.offset_width == 4) {
-                return fn([&f, offs, data](uint64_t k) {
+                return fn([f, offs, data](uint64_t k) {
                     int32_t o[2];
                     std::memcpy(o, offs + 4 * k, 8);
                     return f.hash_key(data + o[0], static_cast<size_t>(o[1] - o[0]));
                 });
             }
-            return fn([&f, offs, data](uint64_t k) {
+            return fn([f, offs, data](uint64_t k) {
                 int64_t o[2];
                 std::memcpy(o, offs + 8 * k, 16);
                 return f.hash_key(data + o[0], static_cast<size_t>(o[1] - o[0]));
@@ -290,6 +289,6 @@ auto with_hasher(const cuckoo::Filter& f, const KeyBatch& b, Fn&& fn) {
 
 // Splits `keys` into batches (one per Arrow chunk; one otherwise), GIL held. Throws
 // TypeError/ValueError for bad input before anything is changed.
-std::vector<KeyBatch> make_batches(const cuckoo::Filter& f, const py::handle& keys);
+std::vector<KeyBatch> make_batches(const cuckoo::KeyHasher& f, const py::handle& keys);
 
 }  // namespace cuckoo_py

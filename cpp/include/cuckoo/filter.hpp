@@ -199,6 +199,7 @@ public:
     uint64_t index_of(uint64_t h) const noexcept { return locator().index_of(h); }
     uint64_t alt_index(uint64_t index, uint32_t fp) const noexcept { return locator().alt_index(index, fp); }
     KeyHash locate(uint64_t h) const noexcept { return locator().locate(h); }
+    KeyHasher hasher() const noexcept { return KeyHasher{seed_}; }
     uint64_t hash_int(uint64_t value) const noexcept { return hash_u64(value, seed_); }
     uint64_t hash_key(const void* data, size_t len) const noexcept { return hash_bytes(data, len, seed_); }
 
@@ -314,21 +315,27 @@ public:
         return bucket_count() == o.bucket_count() && bucket_size() == o.bucket_size() &&
                fingerprint_bits() == o.fingerprint_bits() && seed_ == o.seed_;
     }
-    // Equal parameters and the same multiset of fingerprints in every bucket (slot order within a
-    // bucket does not matter: it depends on insertion history, not on content).
+    // Equal parameters and the same multiset of stored (bucket pair, fingerprint) entries: where
+    // in its two buckets a fingerprint sits depends on insertion history, not on which keys were
+    // added, so two filters that saw the same keys in any order (or merged) compare equal and
+    // answer every lookup and count identically.
     bool operator==(const Filter& o) const {
         if (!same_layout(o) || count_ != o.count_) return false;
-        std::vector<uint32_t> a(bucket_size()), b(bucket_size());
+        return canonical_entries() == o.canonical_entries();
+    }
+    // Every stored fingerprint as (lower bucket of its pair) << 32 | fp, sorted.
+    std::vector<uint64_t> canonical_entries() const {
+        std::vector<uint64_t> out;
+        out.reserve(count_);
+        const Locator loc = locator();
         for (uint64_t i = 0; i < bucket_count(); ++i) {
             for (unsigned s = 0; s < bucket_size(); ++s) {
-                a[s] = table_.get(i, s);
-                b[s] = o.table_.get(i, s);
+                const uint32_t fp = table_.get(i, s);
+                if (fp) out.push_back((std::min(i, loc.alt_index(i, fp)) << 32) | fp);
             }
-            std::sort(a.begin(), a.end());
-            std::sort(b.begin(), b.end());
-            if (a != b) return false;
         }
-        return true;
+        std::sort(out.begin(), out.end());
+        return out;
     }
     bool operator!=(const Filter& o) const { return !(*this == o); }
 
@@ -339,11 +346,29 @@ public:
         return n;
     }
 
-protected:
+    // Re-inserts every fingerprint of `other` (same layout: see same_layout) at the bucket it was
+    // stored in or that bucket's alternate: exactly what inserting other's keys would store.
+    // Returns false, leaving this filter partly merged, if one finds no room: callers merge into
+    // a copy.
+    bool merge_from(const Filter& other) {
+        require_writable();
+        if (!same_layout(other)) throw std::invalid_argument("merge_from needs filters of the same layout");
+        const Locator loc = locator();
+        for (uint64_t i = 0; i < other.bucket_count(); ++i) {
+            for (unsigned s = 0; s < other.bucket_size(); ++s) {
+                const uint32_t fp = other.table_.get(i, s);
+                if (fp == 0) continue;
+                if (!insert_located(KeyHash{i, loc.alt_index(i, fp), fp})) return false;
+            }
+        }
+        return true;
+    }
+
     void require_writable() const {
         if (!table_.writable()) throw ReadOnlyError("the filter is read-only (memory-mapped): copy() it to modify it");
     }
 
+protected:
     template <BucketShape Shape, class HashAt, class Out, class Stop>
     uint64_t contains_loop(const TableProbe probe, uint64_t n, HashAt& hash_at, Out* out, Stop& should_stop) const {
         const Locator loc = locator();

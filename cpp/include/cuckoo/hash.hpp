@@ -148,6 +148,13 @@ inline uint64_t hash_bytes(const void* data, size_t len, uint64_t seed) noexcept
     return xxh64(data, len, seed);
 }
 
+// The key hash of one seed, as a small value that bulk loops capture by copy.
+struct KeyHasher {
+    uint64_t seed;
+    uint64_t hash_int(uint64_t value) const noexcept { return hash_u64(value, seed); }
+    uint64_t hash_key(const void* data, size_t len) const noexcept { return hash_bytes(data, len, seed); }
+};
+
 // ---- small mixing and range reduction ------------------------------------------------------
 
 // The SplitMix64 finaliser: a bijective, well-avalanching mix of one 64-bit word. Used to hash a

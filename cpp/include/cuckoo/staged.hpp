@@ -1,0 +1,298 @@
+// A filter made of one or more Filter stages: the object the Python API wraps.
+//
+// A fixed filter has exactly one stage and every operation goes straight to it. A growable filter
+// adds a stage when the newest one is full: stage k has twice the capacity of stage k - 1 and one
+// more fingerprint bit (up to 32). Inserts go to the newest stage; lookups, counts and deletions
+// look at every stage. The false-positive rate of stage k is at most half that of stage k - 1,
+// so the rates of all stages sum to less than twice the first stage's: the total stays below
+// 2 * fpr however often the filter grows. Memory stays within about 2x of a fixed filter sized for
+// the final count up front (the fingerprints of later stages are a few bits longer, and the newest
+// stage may be partly empty).
+//
+// Every key is hashed once; each stage derives its own bucket and fingerprint from that hash.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cuckoo/filter.hpp"
+
+namespace cuckoo {
+
+// Why two filters cannot be merged exactly.
+class MergeError : public std::invalid_argument {
+public:
+    using std::invalid_argument::invalid_argument;
+};
+
+class StagedFilter {
+public:
+    StagedFilter(Filter first, bool growable) : growable_(growable) { stages_.push_back(std::move(first)); }
+    StagedFilter(std::vector<Filter> stages, bool growable) : stages_(std::move(stages)), growable_(growable) {
+        if (stages_.empty()) throw std::invalid_argument("a filter needs at least one stage");
+    }
+
+    KeyHasher hasher() const noexcept { return first().hasher(); }
+
+    // ---- structure ----
+    bool growable() const noexcept { return growable_; }
+    size_t stage_count() const noexcept { return stages_.size(); }
+    const Filter& stage(size_t k) const { return stages_.at(k); }
+    const std::vector<Filter>& stages() const noexcept { return stages_; }
+    const Filter& first() const noexcept { return stages_.front(); }
+    const Filter& newest() const noexcept { return stages_.back(); }
+    bool writable() const noexcept { return first().table().writable(); }
+
+    // ---- statistics over all stages ----
+    uint64_t size() const noexcept { return sum([](const Filter& f) { return f.size(); }); }
+    uint64_t slot_count() const noexcept { return sum([](const Filter& f) { return f.slot_count(); }); }
+    uint64_t bucket_count() const noexcept { return sum([](const Filter& f) { return f.bucket_count(); }); }
+    uint64_t table_bytes() const noexcept { return sum([](const Filter& f) { return f.table_bytes(); }); }
+    uint64_t capacity() const noexcept { return sum([](const Filter& f) { return f.capacity(); }); }
+    double load_factor() const noexcept { return static_cast<double>(size()) / static_cast<double>(slot_count()); }
+    // The chance that an absent key is reported present by at least one stage.
+    double expected_fpr() const noexcept {
+        double miss = 1.0;
+        for (const Filter& f : stages_) miss *= 1.0 - f.expected_fpr();
+        return 1.0 - miss;
+    }
+    // Upper bound at full load of every stage, and, for a growable filter, of every stage it
+    // could still add (a geometric series: at most twice the first stage's bound).
+    double fpr_bound() const noexcept {
+        if (!growable_) return first().fpr_bound();
+        double total = 0.0;
+        for (const Filter& f : stages_) total += f.fpr_bound();
+        const Filter& last = newest();
+        double next = last.fpr_bound();
+        for (unsigned bits = last.fingerprint_bits(); bits < kMaxFingerprintBits; ++bits) {
+            next /= 2.0;
+            total += next;
+        }
+        return std::min(total, 1.0);
+    }
+    InsertStats stats() const noexcept {
+        InsertStats s;
+        for (const Filter& f : stages_) {
+            const InsertStats& t = f.stats();
+            s.inserts += t.inserts;
+            s.failed_inserts += t.failed_inserts;
+            s.kicked_inserts += t.kicked_inserts;
+            s.moves += t.moves;
+            s.buckets_searched += t.buckets_searched;
+        }
+        return s;
+    }
+
+    // ---- scalar operations on a key's hash ----
+    bool contains_hash(uint64_t h) const noexcept {
+        for (const Filter& f : stages_)
+            if (f.contains_hash(h)) return true;
+        return false;
+    }
+    uint64_t count_hash(uint64_t h) const noexcept {
+        uint64_t n = 0;
+        for (const Filter& f : stages_) n += f.count_hash(h);
+        return n;
+    }
+    bool insert_hash(uint64_t h) {
+        if (stages_.back().insert_hash(h)) return true;
+        if (!growable_) return false;
+        grow();
+        return stages_.back().insert_hash(h);
+    }
+    bool insert_unique_hash(uint64_t h, bool& was_new) {
+        if (stages_.size() > 1 && contains_hash(h)) {
+            was_new = false;
+            return true;
+        }
+        if (stages_.back().insert_unique_hash(h, was_new)) return true;
+        if (!growable_) return false;
+        grow();
+        return stages_.back().insert_hash(h);
+    }
+    // Newest stage first: the one that received the most recent inserts.
+    bool erase_hash(uint64_t h) {
+        for (size_t k = stages_.size(); k-- > 0;)
+            if (stages_[k].erase_hash(h)) return true;
+        return false;
+    }
+    void clear() {
+        stages_.front().clear();
+        stages_.erase(stages_.begin() + 1, stages_.end());
+    }
+
+    // ---- batches (same contracts as Filter's) ----
+    template <class HashAt, class Out, class Stop>
+    uint64_t contains_batch(uint64_t n, HashAt&& hash_at, Out* out, Stop&& should_stop) const {
+        if (stages_.size() == 1) return stages_.front().contains_batch(n, hash_at, out, should_stop);
+        return multi_stage_read(
+            n, hash_at, out, should_stop,
+            [](const Filter& f, uint64_t len, auto& h, Out* o) { f.contains_batch(len, h, o, [] { return false; }); },
+            [](Out& acc, Out v) { acc = acc | v; });
+    }
+    template <class HashAt, class Out, class Stop>
+    uint64_t count_batch(uint64_t n, HashAt&& hash_at, Out* out, Stop&& should_stop) const {
+        if (stages_.size() == 1) return stages_.front().count_batch(n, hash_at, out, should_stop);
+        return multi_stage_read(
+            n, hash_at, out, should_stop,
+            [](const Filter& f, uint64_t len, auto& h, Out* o) { f.count_batch(len, h, o, [] { return false; }); },
+            [](Out& acc, Out v) { acc = static_cast<Out>(acc + v); });
+    }
+    template <class HashAt, class Stop>
+    uint64_t insert_batch(uint64_t n, HashAt&& hash_at, Filter::InsertMode mode, bool* was_new, bool& full,
+                          Stop&& should_stop) {
+        full = false;
+        uint64_t done = 0;
+        while (done < n) {
+            const uint64_t offset = done;
+            auto shifted = [&](uint64_t k) { return hash_at(offset + k); };
+            // Inserts only ever go to the newest stage; only unique inserts must also look at
+            // the older ones (which cannot change during the batch).
+            if (mode == Filter::InsertMode::Always || stages_.size() == 1)
+                done += stages_.back().insert_batch(n - done, shifted, mode, was_new ? was_new + done : nullptr, full,
+                                                    should_stop);
+            else
+                done += unique_insert_multi_stage(n - done, shifted, was_new ? was_new + done : nullptr, full,
+                                                  should_stop);
+            if (!full || !growable_) return done;
+            // The newest stage is full: grow, then go on with the key that did not fit.
+            full = false;
+            grow();
+        }
+        return done;
+    }
+    template <class HashAt, class Stop>
+    uint64_t erase_batch(uint64_t n, HashAt&& hash_at, bool* out, Stop&& should_stop) {
+        if (stages_.size() == 1) return stages_.front().erase_batch(n, hash_at, out, should_stop);
+        for (uint64_t k = 0; k < n; ++k) {
+            if (k % kBatchBlock == 0 && should_stop()) return k;
+            const bool erased = erase_hash(hash_at(k));
+            if (out) out[k] = erased;
+        }
+        return n;
+    }
+
+    // ---- merging ----
+    // Whether `other`'s fingerprints can be re-inserted exactly: same seed, bucket size and, stage
+    // by stage, the same geometry (bucket count and fingerprint width).
+    std::string merge_mismatch(const StagedFilter& other) const {
+        const Filter& a = first();
+        const Filter& b = other.first();
+        if (a.seed() != b.seed()) return "different seeds";
+        if (a.bucket_size() != b.bucket_size()) return "different bucket sizes";
+        if (a.fingerprint_bits() != b.fingerprint_bits()) return "different fingerprint widths";
+        if (a.bucket_count() != b.bucket_count()) return "different capacities (bucket counts)";
+        const size_t common = std::min(stages_.size(), other.stages_.size());
+        for (size_t k = 1; k < common; ++k)
+            if (!stages_[k].same_layout(other.stages_[k])) return "different growth stages";
+        if (other.stages_.size() > stages_.size() && !growable_)
+            return "the other filter has grown and this one is not growable";
+        return "";
+    }
+    // Adds every fingerprint of `other` (a multiset union: counts add). All or nothing: on
+    // FilterFullError this filter is unchanged.
+    void merge(const StagedFilter& other) {
+        const std::string why = merge_mismatch(other);
+        if (!why.empty()) throw MergeError("cannot merge filters: " + why);
+        for (const Filter& f : stages_) f.require_writable();
+        StagedFilter result(*this);
+        while (result.stages_.size() < other.stages_.size()) result.grow();
+        for (size_t k = 0; k < other.stages_.size(); ++k) {
+            if (!result.stages_[k].merge_from(other.stages_[k]))
+                throw FilterFullError("filter is full: merging would overflow stage " + std::to_string(k) +
+                                      "; the filter is unchanged");
+        }
+        *this = std::move(result);
+    }
+
+    bool operator==(const StagedFilter& o) const {
+        if (stages_.size() != o.stages_.size() || growable_ != o.growable_) return false;
+        for (size_t k = 0; k < stages_.size(); ++k)
+            if (stages_[k] != o.stages_[k]) return false;
+        return true;
+    }
+    bool operator!=(const StagedFilter& o) const { return !(*this == o); }
+
+    // The next stage's geometry: twice the capacity, one more fingerprint bit (at most 32).
+    void grow() {
+        const Filter& last = stages_.back();
+        const unsigned bits = std::min(last.fingerprint_bits() + 1, kMaxFingerprintBits);
+        const uint64_t capacity = last.capacity() * 2;
+        stages_.push_back(Filter::for_capacity(capacity, 0.5, bits, last.bucket_size(), last.max_kicks(), last.seed()));
+    }
+
+private:
+    template <class F>
+    uint64_t sum(F&& f) const noexcept {
+        uint64_t total = 0;
+        for (const Filter& s : stages_) total += f(s);
+        return total;
+    }
+
+    // Hashes a chunk of keys once, then lets every stage answer for it and folds the answers.
+    template <class HashAt, class Out, class Stop, class StageOp, class Fold>
+    uint64_t multi_stage_read(uint64_t n, HashAt& hash_at, Out* out, Stop& should_stop, StageOp&& stage_op,
+                              Fold&& fold) const {
+        constexpr uint64_t kChunk = 1024;
+        std::vector<uint64_t> hashes(kChunk);
+        std::unique_ptr<Out[]> partial(new Out[kChunk]);  // not vector: vector<bool> has no data()
+        for (uint64_t start = 0; start < n; start += kChunk) {
+            if (should_stop()) return start;
+            const uint64_t len = std::min(kChunk, n - start);
+            for (uint64_t j = 0; j < len; ++j) hashes[j] = hash_at(start + j);
+            auto from_chunk = [&](uint64_t j) { return hashes[j]; };
+            stage_op(stages_[0], len, from_chunk, out + start);
+            for (size_t k = 1; k < stages_.size(); ++k) {
+                stage_op(stages_[k], len, from_chunk, partial.get());
+                for (uint64_t j = 0; j < len; ++j) fold(out[start + j], partial[j]);
+            }
+        }
+        return n;
+    }
+
+    // Unique inserts with several stages, a chunk at a time: which keys the older stages hold is
+    // found with one bulk lookup per stage; the others go through the newest stage's own batch
+    // insert, which handles keys repeated inside the batch.
+    template <class HashAt, class Stop>
+    uint64_t unique_insert_multi_stage(uint64_t n, HashAt& hash_at, bool* was_new, bool& full, Stop& should_stop) {
+        constexpr uint64_t kChunk = 1024;
+        std::vector<uint64_t> hashes(kChunk), pending(kChunk);
+        std::unique_ptr<bool[]> in_older(new bool[kChunk]), partial(new bool[kChunk]), sub_new(new bool[kChunk]);
+        auto never = [] { return false; };
+        for (uint64_t start = 0; start < n; start += kChunk) {
+            if (should_stop()) return start;
+            const uint64_t len = std::min(kChunk, n - start);
+            for (uint64_t j = 0; j < len; ++j) hashes[j] = hash_at(start + j);
+            auto from_chunk = [&](uint64_t j) { return hashes[j]; };
+            stages_[0].contains_batch(len, from_chunk, in_older.get(), never);
+            for (size_t k = 1; k + 1 < stages_.size(); ++k) {
+                stages_[k].contains_batch(len, from_chunk, partial.get(), never);
+                for (uint64_t j = 0; j < len; ++j) in_older[j] = in_older[j] | partial[j];
+            }
+            uint64_t m = 0;
+            for (uint64_t j = 0; j < len; ++j) {
+                if (in_older[j]) {
+                    if (was_new) was_new[start + j] = false;
+                } else {
+                    pending[m++] = j;
+                }
+            }
+            auto from_pending = [&](uint64_t i) { return hashes[pending[i]]; };
+            const uint64_t inserted = stages_.back().insert_batch(m, from_pending, Filter::InsertMode::Unique,
+                                                                  sub_new.get(), full, never);
+            if (was_new)
+                for (uint64_t i = 0; i < std::min(m, inserted + 1); ++i) was_new[start + pending[i]] = sub_new[i];
+            if (full) return start + pending[inserted];
+        }
+        return n;
+    }
+
+    std::vector<Filter> stages_;
+    bool growable_ = false;
+};
+
+}  // namespace cuckoo
