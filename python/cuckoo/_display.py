@@ -19,11 +19,11 @@ def _rows(f: Any) -> List[Tuple[str, str]]:
         ("items", f"{len(f):,} of capacity {f.capacity:,}"),
         ("load factor", f"{f.load_factor:.1%} of {f.slot_count:,} slots"),
         ("fingerprint", f"{f.fingerprint_bits} bits"),
-        ("buckets", f"{f.bucket_count:,} x {f.bucket_size} slots"),
+        ("buckets", f"{f.bucket_count:,} \u00d7 {f.bucket_size} slots"),
         ("memory", f"{_size(f.nbytes)} ({f.bits_per_item:.1f} bits per item at capacity)"),
         ("expected FPR", f"{f.expected_fpr:.3g} now, bound {f.fpr_bound:.3g} at full load"),
-        ("seed", str(f.seed)),
-    ]
+        ("seed, max_kicks", f"{f.seed}, {f.max_kicks}"),
+    ] + ([("access", "read-only (memory-mapped)")] if f.read_only else [])
 
 
 def filter_repr(f: Any) -> str:
