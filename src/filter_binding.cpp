@@ -168,9 +168,9 @@ py::array_t<T> read_many(const PyFilter& self, const py::handle& keys, Op&& op) 
                       done);
 }
 
-// Inserts every part of `keys` in order. Returns the number of keys handled.
-uint64_t insert_many(PyFilter& self, const py::handle& keys, cuckoo::Filter::InsertMode mode, bool* was_new) {
-    std::vector<KeyBatch> batches = make_batches(self.core.hasher(), keys);
+// Inserts every batch in order. Returns the number of keys handled.
+uint64_t insert_batches(PyFilter& self, const std::vector<KeyBatch>& batches, cuckoo::Filter::InsertMode mode,
+                        bool* was_new) {
     const uint64_t total = total_size(batches);
     SignalCheck stop;
     uint64_t done = 0;
@@ -191,6 +191,11 @@ uint64_t insert_many(PyFilter& self, const py::handle& keys, cuckoo::Filter::Ins
     stop.raise_if_interrupted();
     if (full) raise_full_in_batch(self.core, done, total);
     return done;
+}
+
+// Inserts every part of `keys` in order. Returns the number of keys handled.
+uint64_t insert_many(PyFilter& self, const py::handle& keys, cuckoo::Filter::InsertMode mode, bool* was_new) {
+    return insert_batches(self, make_batches(self.core.hasher(), keys), mode, was_new);
 }
 
 py::array_t<bool> discard_many(PyFilter& self, const py::handle& keys) {
@@ -310,7 +315,10 @@ Keys are int (64-bit, signed or unsigned), bytes, or str (hashed as UTF-8).
     cls.def("remove", [](PyFilter& self, const py::handle& key) {
         const uint64_t h = hash_key_or_throw(self.core.hasher(), key);
         WriteLock lock(self);
-        if (!self.core.erase_hash(h)) throw py::key_error(py::repr(key).cast<std::string>());
+        if (!self.core.erase_hash(h)) {
+            PyErr_SetObject(PyExc_KeyError, key.ptr());  // like set.remove: the key itself
+            throw py::error_already_set();
+        }
     }, py::arg("key"), "Remove one copy of key; raises KeyError if it is absent.");
     cls.def("__contains__", [](const PyFilter& self, const py::handle& key) {
         const uint64_t h = hash_key_or_throw(self.core.hasher(), key);
@@ -360,13 +368,19 @@ Keys are int (64-bit, signed or unsigned), bytes, or str (hashed as UTF-8).
         return insert_many(self, keys, Filter::InsertMode::Always, nullptr);
     }, py::arg("keys"), "Add every key, in order; returns how many were added. On FilterFullError the keys before the failing one stay added (the error's .inserted says how many).");
     cls.def("update", [](PyFilter& self, const py::args& iterables) {
-        for (const py::handle& keys : iterables) insert_many(self, keys, Filter::InsertMode::Always, nullptr);
+        // Convert every iterable before inserting anything: a bad key in any of them leaves the
+        // filter unchanged.
+        std::vector<KeyBatch> all;
+        for (const py::handle& keys : iterables)
+            for (KeyBatch& b : make_batches(self.core.hasher(), keys)) all.push_back(std::move(b));
+        insert_batches(self, all, Filter::InsertMode::Always, nullptr);
     }, "Add the keys of every iterable or array given, like set.update.");
     cls.def("add_unique_many", [](PyFilter& self, const py::handle& keys) {
-        // Hash first so that the mask can be sized; insert_many hashes again only for Python
-        // objects, which make_batches caches nowhere: accept that second pass for simplicity.
-        py::array_t<bool> out = new_array<bool>(total_size(make_batches(self.core.hasher(), keys)));
-        insert_many(self, keys, Filter::InsertMode::Unique, out.mutable_data());
+        // Convert the keys once: a second make_batches would find an iterator or generator
+        // exhausted (nothing inserted, an uninitialised mask returned).
+        const std::vector<KeyBatch> batches = make_batches(self.core.hasher(), keys);
+        py::array_t<bool> out = new_array<bool>(total_size(batches));
+        insert_batches(self, batches, Filter::InsertMode::Unique, out.mutable_data());
         return out;
     }, py::arg("keys"), "Add each key not (maybe) present yet, in order; returns a bool array, True where the key was new. A key repeated in the batch is new only the first time: the dedup primitive.");
     cls.def("contains_many", [](const PyFilter& self, const py::handle& keys) {

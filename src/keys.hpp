@@ -88,7 +88,11 @@ inline bool hash_object(const cuckoo::KeyHasher& f, PyObject* key, uint64_t& out
     }
     if (PyMemoryView_Check(key)) {
         Py_buffer view;
-        if (PyObject_GetBuffer(key, &view, PyBUF_C_CONTIGUOUS) != 0) return false;
+        if (PyObject_GetBuffer(key, &view, PyBUF_C_CONTIGUOUS) != 0) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_ValueError, "a memoryview key must be C-contiguous (use .tobytes())");
+            return false;
+        }
         out = f.hash_key(view.buf, static_cast<size_t>(view.len));
         PyBuffer_Release(&view);
         return true;

@@ -23,7 +23,9 @@ def _rows(f: Any) -> List[Tuple[str, str]]:
         ("memory", f"{_size(f.nbytes)} ({f.bits_per_item:.1f} bits per item at capacity)"),
         ("expected FPR", f"{f.expected_fpr:.3g} now, bound {f.fpr_bound:.3g} at full load"),
         ("seed, max_kicks", f"{f.seed}, {f.max_kicks}"),
-    ] + ([("access", "read-only (memory-mapped)")] if f.read_only else [])
+    ] + ([("growth", f"growable, {len(f.stages)} stage(s)")] if f.growable else []) + (
+        [("access", "read-only (memory-mapped)")] if f.read_only else []
+    )
 
 
 def filter_repr(f: Any) -> str:

@@ -56,6 +56,7 @@ public:
     double load_factor() const noexcept { return static_cast<double>(size()) / static_cast<double>(slot_count()); }
     // The chance that an absent key is reported present by at least one stage.
     double expected_fpr() const noexcept {
+        if (stages_.size() == 1) return first().expected_fpr();  // exactly the stage's value
         double miss = 1.0;
         for (const Filter& f : stages_) miss *= 1.0 - f.expected_fpr();
         return 1.0 - miss;

@@ -1,0 +1,49 @@
+"""Shared configuration of the cuckoo test suite.
+
+The tests import the *installed* package (``pip install .[test]``), never the source tree.
+
+Hypothesis profiles (select with ``--hypothesis-profile NAME`` or ``HYPOTHESIS_PROFILE=NAME``):
+
+* ``cuckoo`` (default): no deadline (the machines running this suite are small and shared, and
+  a slow example is not a failure), example counts bounded so that the property tests stay well
+  under a minute.
+* ``cuckoo-thorough``: ten times as many examples, for a long run before a release.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+
+import cuckoo
+
+settings.register_profile(
+    "cuckoo",
+    deadline=None,
+    max_examples=100,
+    suppress_health_check=[HealthCheck.too_slow],
+    print_blob=True,
+)
+settings.register_profile(
+    "cuckoo-thorough",
+    parent=settings.get_profile("cuckoo"),
+    max_examples=1000,
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "cuckoo"))
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    """A NumPy generator with a fixed seed: every test that draws random keys is reproducible."""
+    return np.random.default_rng(20240611)
+
+
+@pytest.fixture
+def wide_filter() -> cuckoo.Filter:
+    """An empty filter with 32-bit fingerprints: with the few fixed keys the unit tests use, a
+    false positive (about 2 * 4 / 2**32 per lookup) does not happen, so exact answers can be
+    asserted."""
+    return cuckoo.Filter(1000, fingerprint_bits=32)

@@ -1,0 +1,337 @@
+"""Hash stability: the bucket indices and fingerprint of a key are a fixed function of the key,
+the seed and the table parameters, on every platform and in every release.
+
+The key hash is XXH64 (Yann Collet's published algorithm). The compiled hash is not exposed, so
+it is checked through what is: ``Filter.bucket_indices``. This file holds
+
+* a pure-Python XXH64 written from the published algorithm and checked against published test
+  vectors (the xxHash project's sanity-check table, and the python-xxhash README);
+* the derivation of (i1, i2, fp) from one 64-bit hash, written from the description in
+  cpp/include/cuckoo/filter.hpp and hash.hpp, compared with ``bucket_indices`` for ints, bytes
+  of every length 0..100 (all XXH64 code paths: the 32-byte stripe loop, 8-, 4- and 1-byte
+  tails), str including non-ASCII, several seeds, table sizes, bucket sizes and every
+  fingerprint width;
+* a golden table of hard-coded results, so that any change of the hash or of the derivation
+  fails even if this file's reference were changed along with it.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+import cuckoo
+
+M32 = (1 << 32) - 1
+M64 = (1 << 64) - 1
+
+# ---- XXH64, from the published algorithm ---------------------------------------------------
+
+P1 = 0x9E3779B185EBCA87
+P2 = 0xC2B2AE3D27D4EB4F
+P3 = 0x165667B19E3779F9
+P4 = 0x85EBCA77C2B2AE63
+P5 = 0x27D4EB2F165667C5
+
+
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (64 - r))) & M64
+
+
+def _round(acc: int, lane: int) -> int:
+    acc = (acc + lane * P2) & M64
+    return (_rotl(acc, 31) * P1) & M64
+
+
+def _merge(acc: int, v: int) -> int:
+    acc ^= _round(0, v)
+    return (acc * P1 + P4) & M64
+
+
+def _lane64(data: bytes, p: int) -> int:
+    return int.from_bytes(data[p : p + 8], "little")
+
+
+def xxh64(data: bytes, seed: int = 0) -> int:
+    n = len(data)
+    p = 0
+    if n >= 32:
+        v1 = (seed + P1 + P2) & M64
+        v2 = (seed + P2) & M64
+        v3 = seed & M64
+        v4 = (seed - P1) & M64
+        while p + 32 <= n:
+            v1 = _round(v1, _lane64(data, p))
+            v2 = _round(v2, _lane64(data, p + 8))
+            v3 = _round(v3, _lane64(data, p + 16))
+            v4 = _round(v4, _lane64(data, p + 24))
+            p += 32
+        h = (_rotl(v1, 1) + _rotl(v2, 7) + _rotl(v3, 12) + _rotl(v4, 18)) & M64
+        for v in (v1, v2, v3, v4):
+            h = _merge(h, v)
+    else:
+        h = (seed + P5) & M64
+    h = (h + n) & M64
+    while p + 8 <= n:
+        h ^= _round(0, _lane64(data, p))
+        h = (_rotl(h, 27) * P1 + P4) & M64
+        p += 8
+    if p + 4 <= n:
+        h ^= (int.from_bytes(data[p : p + 4], "little") * P1) & M64
+        h = (_rotl(h, 23) * P2 + P3) & M64
+        p += 4
+    while p < n:
+        h ^= (data[p] * P5) & M64
+        h = (_rotl(h, 11) * P1) & M64
+        p += 1
+    h ^= h >> 33
+    h = (h * P2) & M64
+    h ^= h >> 29
+    h = (h * P3) & M64
+    h ^= h >> 32
+    return h
+
+
+# The xxHash project's sanity-check buffer: byte k is the top byte of PRIME32 * PRIME64**k.
+PRIME32 = 2654435761
+PRIME64 = 11400714785074694797
+
+
+def sanity_buffer(n: int) -> bytes:
+    out = bytearray(n)
+    gen = PRIME32
+    for k in range(n):
+        out[k] = gen >> 56
+        gen = (gen * PRIME64) & M64
+    return bytes(out)
+
+
+# (length of the sanity buffer prefix, seed, XXH64): the xxHash project's published table
+# (cli/xsum_sanity_check.c, XSUM_XXH64_testdata).
+PUBLISHED_SANITY_VECTORS = [
+    (0, 0, 0xEF46DB3751D8E999),
+    (0, PRIME32, 0xAC75FDA2929B17EF),
+    (1, 0, 0xE934A84ADB052768),
+    (1, PRIME32, 0x5014607643A9B4C3),
+    (4, 0, 0x9136A0DCA57457EE),
+    (14, 0, 0x8282DCC4994E35C8),
+    (14, PRIME32, 0xC3BD6BF63DEB6DF0),
+    (222, 0, 0xB641AE8CB691C174),
+    (222, PRIME32, 0x20CB8AB7AE10C14A),
+]
+
+# (input, seed, XXH64) from the python-xxhash README.
+PUBLISHED_TEXT_VECTORS = [
+    (b"xxhash", 0, 0x32DD38952C4BC720),
+    (b"xxhash", 20141025, 0xB559B98D844E0635),
+]
+
+
+@pytest.mark.parametrize("length, seed, expected", PUBLISHED_SANITY_VECTORS)
+def test_reference_xxh64_matches_published_sanity_vectors(length, seed, expected):
+    assert xxh64(sanity_buffer(length), seed) == expected
+
+
+@pytest.mark.parametrize("data, seed, expected", PUBLISHED_TEXT_VECTORS)
+def test_reference_xxh64_matches_published_text_vectors(data, seed, expected):
+    assert xxh64(data, seed) == expected
+
+
+def test_sanity_vectors_cover_every_code_path():
+    # 222 = 6 * 32 + 3 * 8 + 4 + 2: the stripe loop, then 8-, 4- and 1-byte tails. 14 = 8 + 4 + 2
+    # without stripes, 4 and 1 a single tail each, 0 none. If the table above were cut down, the
+    # reference (and therefore the filter) would no longer be checked on every path.
+    lengths = {n for n, _, _ in PUBLISHED_SANITY_VECTORS}
+    assert {0, 1, 4, 14, 222} <= lengths
+    assert 222 // 32 > 0 and (222 % 32) // 8 > 0 and (222 % 8) >= 4 and (222 % 4) > 0
+
+
+# ---- index and fingerprint derivation, from filter.hpp / hash.hpp -----------------------------
+
+
+def key_bytes(key) -> bytes:
+    """The bytes a key is hashed as: an int's 64-bit two's-complement word, little-endian; a str's
+    UTF-8; a bytes-like object's content."""
+    if isinstance(key, (int, np.integer)):
+        return (int(key) & M64).to_bytes(8, "little")
+    if isinstance(key, str):
+        return key.encode("utf-8")
+    return bytes(key)
+
+
+def mix64(x: int) -> int:
+    """The SplitMix64 finaliser."""
+    x ^= x >> 30
+    x = (x * 0xBF58476D1CE4E5B9) & M64
+    x ^= x >> 27
+    x = (x * 0x94D049BB133111EB) & M64
+    x ^= x >> 31
+    return x
+
+
+def ref_alt_index(index: int, fp: int, bucket_count: int) -> int:
+    """Reflect the block of 8 buckets about hb(fp) modulo the block count; XOR the offset inside
+    the block with ho(fp) in [1, 7]."""
+    blocks = bucket_count >> 3
+    g = mix64(fp)
+    hb = ((g & M32) * blocks) >> 32
+    ho = 1 + (((g >> 32) * 7) >> 32)
+    return (((hb - (index >> 3)) % blocks) << 3) | ((index & 7) ^ ho)
+
+
+def ref_locate(h: int, bucket_count: int, fingerprint_bits: int):
+    fp = 1 + (((h >> 32) * ((1 << fingerprint_bits) - 1)) >> 32)
+    i1 = ((h & M32) * bucket_count) >> 32
+    return i1, ref_alt_index(i1, fp, bucket_count), fp
+
+
+def ref_bucket_indices(key, seed: int, bucket_count: int, fingerprint_bits: int):
+    return ref_locate(xxh64(key_bytes(key), seed), bucket_count, fingerprint_bits)
+
+
+# ---- keys --------------------------------------------------------------------------------------
+
+
+def _keys():
+    r = random.Random(1234)
+    ints = [0, 1, 2, 255, 256, 2**31 - 1, 2**32, 2**53 + 1, 2**63 - 1, 2**63, 2**64 - 1,
+            -1, -2, -(2**31), -(2**63)]
+    ints += [r.randrange(-(2**63), 2**64) for _ in range(40)]
+    # every length 0..100 (each XXH64 path and every tail combination), random content
+    byts = [bytes(r.randrange(256) for _ in range(n)) for n in range(101)]
+    byts += [b"\x00", b"\x00" * 8, b"\xff" * 32, b"hello", b"xxhash"]
+    strs = ["", "a", "hello world", "é", "ñandú", "日本語のテキスト", "🦆 cuckoo 🐦", "Ωmega\u0000nul",
+            "x" * 31, "y" * 32, "z" * 33, "\U0010ffff", "mixed é 日本 🦆 " * 5]
+    return ints, byts, strs
+
+
+INTS, BYTES, STRS = _keys()
+ALL_KEYS = INTS + BYTES + STRS
+# a smaller sample for the full cross product of table parameters
+SAMPLE_KEYS = INTS[:20] + BYTES[::9] + STRS[::2]
+
+SEEDS = [0, 1, 42, PRIME32, 2**32 + 7, 2**63, 2**64 - 1]
+# capacities giving bucket counts with 1, 2, odd and even numbers of 8-bucket blocks, small and
+# large tables, and powers and non-powers of two
+CAPACITIES = [1, 30, 100, 1000, 12_345, 100_003, 2**20]
+
+
+def _check_filter(flt: cuckoo.Filter, keys, hashes) -> None:
+    m, f = flt.bucket_count, flt.fingerprint_bits
+    for key, h in zip(keys, hashes):
+        expected = ref_locate(h, m, f)
+        assert flt.bucket_indices(key) == expected, (key, flt.seed, m, f)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_bucket_indices_match_reference_for_every_key(seed):
+    hashes = [xxh64(key_bytes(k), seed) for k in ALL_KEYS]
+    for capacity in (1, 1000, 100_003):
+        for b in (2, 4, 8):
+            flt = cuckoo.Filter(capacity, fingerprint_bits=16, bucket_size=b, seed=seed)
+            _check_filter(flt, ALL_KEYS, hashes)
+
+
+@pytest.mark.parametrize("seed", SEEDS[:4])
+@pytest.mark.parametrize("bucket_size", [2, 4, 8])
+def test_bucket_indices_match_reference_for_every_width_and_size(seed, bucket_size):
+    hashes = [xxh64(key_bytes(k), seed) for k in SAMPLE_KEYS]
+    bucket_counts = set()
+    for capacity in CAPACITIES:
+        for f in range(4, 33):
+            flt = cuckoo.Filter(capacity, fingerprint_bits=f, bucket_size=bucket_size, seed=seed)
+            bucket_counts.add(flt.bucket_count)
+            _check_filter(flt, SAMPLE_KEYS, hashes)
+    # the capacities really gave tables of one block, of an odd number of blocks, and of a
+    # number of buckets that is not a power of two
+    assert 8 in bucket_counts
+    assert any((m // 8) % 2 == 1 and m > 8 for m in bucket_counts)
+    assert any(m & (m - 1) for m in bucket_counts)
+
+
+def test_alt_index_matches_reference():
+    r = random.Random(99)
+    for capacity in CAPACITIES:
+        for b in (2, 4, 8):
+            for f in (4, 5, 8, 13, 16, 24, 31, 32):
+                flt = cuckoo.Filter(capacity, fingerprint_bits=f, bucket_size=b)
+                m = flt.bucket_count
+                for _ in range(20):
+                    i = r.randrange(m)
+                    fp = r.randrange(1, 1 << f)
+                    assert flt.alt_index(i, fp) == ref_alt_index(i, fp, m)
+                # the extremes of both arguments
+                for i in (0, m - 1):
+                    for fp in (1, (1 << f) - 1):
+                        assert flt.alt_index(i, fp) == ref_alt_index(i, fp, m)
+
+
+def test_i1_is_the_same_fraction_of_the_table_at_every_size():
+    # i1 is a multiply-shift of the low 32 hash bits (no modulo): for one key and seed,
+    # i1 = floor(lo32 / 2**32 * bucket_count) at every table size.
+    key = b"scaling"
+    h = xxh64(key, 0)
+    frac = (h & M32) / 2**32
+    for capacity in CAPACITIES:
+        flt = cuckoo.Filter(capacity)
+        # exact in double precision: frac has 32 significant bits, bucket_count fewer than 21
+        assert flt.bucket_indices(key)[0] == int(frac * flt.bucket_count)
+
+
+# ---- key encodings through the reference -----------------------------------------------------
+
+
+def test_int_keys_hash_as_their_little_endian_word():
+    flt = cuckoo.Filter(1000, seed=5)
+    for k in INTS:
+        word = (k & M64).to_bytes(8, "little")
+        assert flt.bucket_indices(k) == flt.bucket_indices(word) == ref_bucket_indices(
+            word, 5, flt.bucket_count, flt.fingerprint_bits
+        )
+
+
+def test_numpy_scalars_hash_by_value():
+    flt = cuckoo.Filter(1000, seed=3)
+    for dtype in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64):
+        info = np.iinfo(dtype)
+        for v in {int(info.min), -1 if info.min < 0 else 0, 0, 1, int(info.max)}:
+            assert flt.bucket_indices(dtype(v)) == flt.bucket_indices(v) == ref_bucket_indices(
+                v, 3, flt.bucket_count, flt.fingerprint_bits
+            )
+
+
+def test_str_keys_hash_as_utf8():
+    flt = cuckoo.Filter(1000, seed=11)
+    for s in STRS:
+        assert flt.bucket_indices(s) == flt.bucket_indices(s.encode("utf-8"))
+
+
+# ---- golden values ----------------------------------------------------------------------------
+
+# (key, seed, capacity, bucket_size, fingerprint_bits) -> (i1, i2, fp), computed once with the
+# reference above. They must never change: a change breaks every saved filter.
+GOLDEN = [
+    (0, 0, 1000, 4, 13, (215, 64, 1689)),
+    (1, 0, 1000, 4, 13, (172, 10, 5093)),
+    (-1, 0, 1000, 4, 13, (194, 164, 4282)),
+    (2**64 - 1, 7, 12345, 4, 16, (349, 1554, 30821)),
+    (2**63, 2**64 - 1, 100003, 2, 8, (62163, 42138, 177)),
+    (-(2**63), 0, 10000, 4, 8, (2513, 637, 64)),
+    (12345678901234567890, 5, 999, 8, 5, (10, 16, 27)),
+    (b"", 0, 1000, 4, 13, (86, 271, 7656)),
+    (b"cuckoo", 0, 1, 2, 4, (0, 6, 6)),
+    (b"x" * 100, 42, 1000000, 8, 32, (66231, 18646, 85153175)),
+    ("", 0, 10000, 4, 12, (856, 2342, 3828)),
+    ("hello", 1, 10000, 4, 12, (50, 2165, 574)),
+    ("\u00e9", 0, 10000, 8, 20, (935, 397, 97654)),
+    ("\u65e5\u672c\u8a9e \U0001f986", 123456789, 123457, 2, 31, (4510, 59075, 978381339)),
+]
+
+
+@pytest.mark.parametrize("key, seed, capacity, bucket_size, fingerprint_bits, expected", GOLDEN)
+def test_golden_bucket_indices(key, seed, capacity, bucket_size, fingerprint_bits, expected):
+    flt = cuckoo.Filter(capacity, fingerprint_bits=fingerprint_bits, bucket_size=bucket_size, seed=seed)
+    assert flt.bucket_indices(key) == expected
+    assert ref_bucket_indices(key, seed, flt.bucket_count, fingerprint_bits) == expected
