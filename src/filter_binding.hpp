@@ -16,6 +16,9 @@ namespace py = pybind11;
 struct PyFilter {
     explicit PyFilter(cuckoo::StagedFilter f) : core(std::move(f)) {}
     PyFilter(const PyFilter& other) : core(other.core) {}
+    // Moves the table: without it, returning a new filter by value (the constructor, copy(),
+    // |) would copy the table once more and briefly need twice its memory.
+    PyFilter(PyFilter&& other) noexcept : core(std::move(other.core)), backing(std::move(other.backing)) {}
 
     cuckoo::StagedFilter core;
     mutable std::shared_mutex mutex;
