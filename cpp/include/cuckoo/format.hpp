@@ -376,8 +376,8 @@ inline Header parse_header(const unsigned char* data, size_t size) {
         case 1: return detail::parse_v1(data, size);
         // A new version adds a case here and keeps every earlier one.
         default:
-            fail("unsupported format version " + std::to_string(version) + " (this build reads 1.." +
-                 std::to_string(kVersion) + ")");
+            fail("unsupported format version " + std::to_string(version) + " (this build reads " +
+                 (kVersion == 1 ? std::string("1") : "1.." + std::to_string(kVersion)) + ")");
     }
 }
 
