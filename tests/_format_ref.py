@@ -9,6 +9,7 @@ checksum get exercised too).
 
 from __future__ import annotations
 
+import functools
 import struct
 from typing import Any, Dict, List
 
@@ -135,13 +136,18 @@ def parse(data: bytes) -> Dict[str, Any]:
     return head
 
 
+@functools.lru_cache(maxsize=256)
+def _table_checksum(table: bytes) -> int:
+    return xxh64(table, 0)
+
+
 def build(head: Dict[str, Any], tables: List[bytes], fix_checksums: bool = True) -> bytes:
     """Serialize header fields and tables with the documented layout; recompute checksums."""
     stages = head["stages"]
     out = bytearray(FIXED.pack(*(head[k] for k in FIXED_FIELDS)))
     for s, t in zip(stages, tables):
         if fix_checksums:
-            s = dict(s, table_checksum=xxh64(t, 0))
+            s = dict(s, table_checksum=_table_checksum(bytes(t)))
         out += STAGE.pack(*(s[k] for k in STAGE_FIELDS))
     checksum = xxh64(bytes(out), 0) if fix_checksums else head["header_checksum"]
     out += checksum.to_bytes(8, "little")
