@@ -17,6 +17,9 @@ process that measures:
            mapped file, shared with the page cache and dropped by the kernel under memory pressure)
            versus anonymous (private memory of the process), from /proc/self/status (Linux).
 
+A last fresh process maps the file and reports its resident memory after 0, 10^2, 10^3, 10^4 and
+10^5 lookups: private memory stays flat, file-backed pages grow with the pages lookups touch.
+
 Ratios: open time relative to load(mmap=True); lookup time relative to the in-memory filter
 (load without mmap); peak RSS relative to the file size. The file was just written, so it is in
 the page cache: lookups on a cold cache would wait for the disk, opening would not.
@@ -98,6 +101,23 @@ def child(mode: str, path: str, keys_path: str) -> None:
     )
 
 
+def child_rss(path: str, keys_path: str) -> None:
+    """Resident memory of a mapped filter as lookups touch more of it."""
+    import cuckoo
+
+    keys = np.load(keys_path)
+    probe = np.concatenate([keys["present"][: LOOKUPS // 2], keys["absent"][: LOOKUPS // 2]])
+    np.random.default_rng(0).shuffle(probe)
+    f = cuckoo.Filter.load(path, mmap=True)
+    rows = [(0, proc_status(), rss_peak_bytes())]
+    done = 0
+    for n in (100, 1000, 10_000, LOOKUPS):
+        f.contains_many(probe[done:n])
+        done = n
+        rows.append((n, proc_status(), rss_peak_bytes()))
+    json.dump(rows, sys.stdout)
+
+
 def mib(n: float) -> str:
     return f"{n / 2**20:,.0f}"
 
@@ -143,7 +163,10 @@ def main() -> None:
     ap.add_argument("--build", nargs=2, metavar=("PATH", "KEYS"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        child(*args.child)
+        if args.child[0] == "mmap-rss":
+            child_rss(*args.child[1:])
+        else:
+            child(*args.child)
         return
     if args.build:
         build(*args.build, args.gib, args.fill)
@@ -158,6 +181,7 @@ def main() -> None:
         print(run("--build", path, keys_path, "--gib", str(args.gib), "--fill", str(args.fill)), end="")
         size = os.path.getsize(path)
         results = {mode: json.loads(run("--child", mode, path, keys_path)) for mode in MODES}
+        rss_rows = json.loads(run("--child", "mmap-rss", path, keys_path))
 
     base_open = results["mmap"]["open_s"]
     base_lookup = results["load"]["second_s"]
@@ -185,6 +209,14 @@ def main() -> None:
     print("anon / file MiB: resident memory at the end (/proc/self/status RssAnon / RssFile): private memory vs "
           "file-backed pages (the mapped table's pages that lookups touched, plus shared libraries); "
           "file-backed pages are the page cache's, shared and reclaimable.")
+    print(f"\nload(mmap=True), then lookups of random keys (fresh process): resident memory as they touch the table "
+          f"(file {mib(size)} MiB)\n")
+    print(f"{'lookups':>8} {'peak RSS MiB':>13} {'/file':>6} {'anon MiB':>9} {'file MiB':>9}")
+    for n, st, peak in rss_rows:
+        print(f"{n:>8,} {mib(peak):>13} {peak / size:>6.2f} {mib(st.get('RssAnon', 0)):>9} {mib(st.get('RssFile', 0)):>9}")
+    print("file-backed pages grow faster than the pages lookups touch: a page fault also maps the neighbouring "
+          "pages already in the page cache (Linux fault-around; with large page-cache folios, up to a folio of "
+          "2 MiB per fault). They are the page cache's, shared by every process mapping the file.")
 
 
 if __name__ == "__main__":
