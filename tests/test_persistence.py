@@ -329,6 +329,19 @@ def test_save_replaces_and_leaves_no_temporary_files(tmp_path):
     assert os.listdir(tmp_path) == ["f.cuckoo"]
 
 
+@pytest.mark.skipif(not hasattr(os, "symlink") or os.name != "posix", reason="POSIX symlinks")
+def test_save_over_a_symlink_replaces_the_link(tmp_path):
+    a, _ = make(100, 8, 4)
+    b = cuckoo.Filter(50)
+    target = tmp_path / "target.cuckoo"
+    a.save(target)
+    link = tmp_path / "link.cuckoo"
+    os.symlink(target, link)
+    b.save(link)
+    assert not link.is_symlink() and cuckoo.Filter.load(link) == b
+    assert cuckoo.Filter.load(target) == a  # documented: the old target is left alone
+
+
 @pytest.mark.skipif(os.name != "posix", reason="POSIX permission bits")
 def test_save_permissions(tmp_path):
     flt, _ = make(100, 8, 4)
