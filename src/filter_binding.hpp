@@ -65,5 +65,6 @@ using FilterClass = py::class_<PyFilter>;
 
 // Creates cuckoo._core.Filter; the register_* functions below add one concern each.
 void register_filter(py::module_& m);
+void register_persistence(FilterClass& cls);  // to_bytes, from_bytes, save/load support (format_binding.cpp)
 
 }  // namespace cuckoo_py

@@ -216,6 +216,7 @@ public:
     // Inserts; returns false (filter unchanged) if no room was found within max_kicks.
     bool insert_hash(uint64_t h) { return insert_located(locate(h)); }
     bool insert_unique_hash(uint64_t h, bool& was_new) {
+        require_writable();  // also when the key is present: a write to a read-only filter always raises
         const KeyHash k = locate(h);
         if (table_.contains(k.i1, k.fp) || table_.contains(k.i2, k.fp)) {
             was_new = false;
@@ -342,6 +343,24 @@ public:
             }
         }
         return true;
+    }
+
+    // ---- rebuilding from serialized parts (cuckoo/format.hpp) ----
+    // A filter around an existing table (owned, or a read-only view of a mapped file) and the
+    // state the table does not hold. Parameters are checked like the constructor's; `count` must
+    // not exceed the slots. Insert statistics start at zero. The caller (the format reader) is
+    // responsible for `count` matching the table.
+    static Filter from_parts(PackedTable table, unsigned max_kicks, uint64_t seed, uint64_t capacity,
+                             uint64_t count) {
+        check_params(table.bucket_count(), table.bucket_size(), table.fingerprint_bits());
+        if (count > table.slot_count()) throw std::invalid_argument("item count exceeds the slots of the table");
+        // The smallest valid table, replaced at once: keeps the class free of a half-built state.
+        Filter f(kBlockBuckets, table.bucket_size(), table.fingerprint_bits(), max_kicks, seed);
+        f.table_ = std::move(table);
+        f.capacity_ = capacity;
+        f.count_ = count;
+        f.init_derived();
+        return f;
     }
 
     void require_writable() const {

@@ -63,7 +63,8 @@ constexpr size_t kTablePadding = 16;
 constexpr size_t kTableAlignment = 64;  // one cache line
 
 // Owned, zero-initialised, 64-byte-aligned bytes; or a read-only view of memory owned elsewhere
-// (a memory-mapped file). Copying an owning buffer copies the bytes: no shared raw pointer.
+// (a memory-mapped file). Copying always copies the bytes into a new OWNED buffer, also when the
+// source is a view: no shared raw pointer, and the copy of a read-only (mapped) table is writable.
 class ByteBuffer {
 public:
     ByteBuffer() = default;
@@ -76,14 +77,8 @@ public:
         return b;
     }
     ByteBuffer(const ByteBuffer& other) {
-        if (other.owned_) {
-            allocate(other.size_);
-            if (other.size_) std::memcpy(data_, other.data_, other.size_);
-        } else {
-            data_ = other.data_;
-            size_ = other.size_;
-            owned_ = false;
-        }
+        allocate(other.size_);
+        if (other.size_) std::memcpy(data_, other.data_, other.size_);
     }
     ByteBuffer(ByteBuffer&& other) noexcept
         : data_(std::exchange(other.data_, nullptr)),
