@@ -498,9 +498,14 @@ def test_error_padding(good):
         fails(bytes(bad), f"byte {i} .* must be zero")
 
 
+def test_growable_flag_marks_a_growable_filter(good):
+    g = cuckoo.Filter.from_bytes(ref.rewrite(good, flags=1))
+    assert g.growable and len(g.stages) == 1
+    assert g == g.copy()
+
+
 CORRUPT_FIELDS = [
     (dict(flags=2), "unsupported flags 2"),
-    (dict(flags=1), "growable"),
     (dict(hash_algorithm=2), "unsupported hash algorithm 2"),
     (dict(reserved=1), "reserved field is not zero"),
     (dict(stage_reserved=5), "reserved field of stage 0"),

@@ -360,7 +360,7 @@ inline Header parse_v1(const unsigned char* data, size_t size) {
     const bool growable = (h.flags & kFlagGrowable) != 0;
     if (!growable && n != 1)
         fail("corrupt header: a filter that is not growable has 1 stage, the header says " + std::to_string(n));
-    if (!growable && h.capacity != h.stages[0].capacity)
+    if (h.capacity != h.stages[0].capacity)
         fail("corrupt header: capacity " + std::to_string(h.capacity) + " differs from the stage's " +
              std::to_string(h.stages[0].capacity));
     return h;

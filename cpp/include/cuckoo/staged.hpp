@@ -46,6 +46,9 @@ public:
     const Filter& first() const noexcept { return stages_.front(); }
     const Filter& newest() const noexcept { return stages_.back(); }
     bool writable() const noexcept { return first().table().writable(); }
+    void require_writable() const {
+        for (const Filter& f : stages_) f.require_writable();
+    }
 
     // ---- statistics over all stages ----
     uint64_t size() const noexcept { return sum([](const Filter& f) { return f.size(); }); }
@@ -146,6 +149,7 @@ public:
     template <class HashAt, class Stop>
     uint64_t insert_batch(uint64_t n, HashAt&& hash_at, Filter::InsertMode mode, bool* was_new, bool& full,
                           Stop&& should_stop) {
+        require_writable();  // also for an empty batch
         full = false;
         uint64_t done = 0;
         while (done < n) {
@@ -168,6 +172,7 @@ public:
     }
     template <class HashAt, class Stop>
     uint64_t erase_batch(uint64_t n, HashAt&& hash_at, bool* out, Stop&& should_stop) {
+        require_writable();
         if (stages_.size() == 1) return stages_.front().erase_batch(n, hash_at, out, should_stop);
         for (uint64_t k = 0; k < n; ++k) {
             if (k % kBatchBlock == 0 && should_stop()) return k;
@@ -199,7 +204,7 @@ public:
     void merge(const StagedFilter& other) {
         const std::string why = merge_mismatch(other);
         if (!why.empty()) throw MergeError("cannot merge filters: " + why);
-        for (const Filter& f : stages_) f.require_writable();
+        require_writable();
         StagedFilter result(*this);
         while (result.stages_.size() < other.stages_.size()) result.grow();
         for (size_t k = 0; k < other.stages_.size(); ++k) {
