@@ -103,8 +103,9 @@ def parse_ids(path: str, n_distinct: int) -> Tuple[np.ndarray, bytes]:
     return np.where(found, all_ids[order[pos]], np.uint64(M64)), data
 
 
-def run_measured(cmd: List[str], stdout_path: str, env: dict) -> Tuple[float, float, str]:
-    """Runs cmd > stdout_path; returns (wall seconds, peak RSS MiB, stderr)."""
+def run_measured(cmd: List[str], stdout_path: str, env: dict) -> Tuple[float, float, float, str]:
+    """Runs cmd > stdout_path; returns (wall seconds, CPU seconds (user + system), peak RSS MiB,
+    stderr)."""
     gnu_time = shutil.which("time") if os.path.exists("/usr/bin/time") else None
     with tempfile.NamedTemporaryFile("r", suffix=".time", delete=False) as tf:
         time_file = tf.name
@@ -118,6 +119,7 @@ def run_measured(cmd: List[str], stdout_path: str, env: dict) -> Tuple[float, fl
             text = open(time_file).read()
             m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", text)
             rss = int(m.group(1)) / 1024 if m else float("nan")
+            cpu = sum(float(x) for x in re.findall(r"(?:User|System) time \(seconds\): (\S+)", text))
             m = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (\S+)", text)
             if m:
                 parts = [float(p) for p in m.group(1).split(":")]
@@ -130,16 +132,16 @@ def run_measured(cmd: List[str], stdout_path: str, env: dict) -> Tuple[float, fl
                 "    rc = subprocess.run(sys.argv[2:], stdout=out).returncode\n"
                 "wall = time.perf_counter() - t0\n"
                 "r = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
-                "print(wall, r.ru_maxrss, rc, file=sys.stderr)\n"
+                "print(wall, r.ru_maxrss, r.ru_utime + r.ru_stime, rc, file=sys.stderr)\n"
                 "sys.exit(rc)\n"
             )
             proc = subprocess.run([sys.executable, "-c", helper, stdout_path] + cmd,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
             last = proc.stderr.decode().strip().splitlines()[-1].split()
-            wall, rss = float(last[0]), int(last[1]) / 1024
+            wall, rss, cpu = float(last[0]), int(last[1]) / 1024, float(last[2])
         if proc.returncode != 0:
             raise SystemExit(f"{cmd[0]} failed with exit code {proc.returncode}: {proc.stderr.decode()[-500:]}")
-        return wall, rss, proc.stderr.decode()
+        return wall, cpu, rss, proc.stderr.decode()
     finally:
         os.unlink(time_file)
 
@@ -155,7 +157,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lines", type=int, default=10_000_000, help="lines in the file (default 10^7)")
     ap.add_argument("--distinct", type=float, default=0.5, help="fraction of distinct lines (default 0.5)")
-    ap.add_argument("--repeat", type=int, default=1, help="runs per tool; the best wall time is kept")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="rounds (each runs every tool once); the best times are kept")
     ap.add_argument("--seed", type=int, default=5)
     ap.add_argument("--dir", default=None, help="where to put the temporary directory (default: system temp)")
     ap.add_argument("--cuckoo-args", default="", help="extra arguments for cuckoo dedup, e.g. '--fpr 1e-6'")
@@ -190,17 +193,18 @@ def main(argv: Optional[List[str]] = None) -> int:
             tools.append((f"awk '!seen[$0]++'", [awk, "!seen[$0]++", path], "awk.out"))
         if sort:
             tools.append(("sort -u", [sort, "-u", path], "sort.out"))
+        # Rounds interleave the tools, so a change in machine load hits them alike; the best
+        # wall and CPU time of each tool and its largest peak RSS are kept.
         results = {}
         cuckoo_stderr = ""
-        for name, cmd, out_name in tools:
-            best = None
-            for _ in range(max(args.repeat, 1)):
-                wall, rss, err = run_measured(cmd, os.path.join(tmp, out_name), env)
-                best = (wall, rss) if best is None else (min(best[0], wall), max(best[1], rss))
+        for r in range(max(args.repeat, 1)):
+            for name, cmd, out_name in tools:
+                wall, cpu, rss, err = run_measured(cmd, os.path.join(tmp, out_name), env)
+                old = results.get(name)
+                results[name] = (wall, cpu, rss) if old is None else (min(old[0], wall), min(old[1], cpu), max(old[2], rss))
                 if name.startswith("cuckoo"):
                     cuckoo_stderr = err
-            results[name] = best
-            print(f"  ran {name}: {best[0]:.2f} s, {best[1]:.0f} MiB")
+                print(f"  round {r + 1}: {name}: {wall:.2f} s wall, {cpu:.2f} s CPU, {rss:.0f} MiB")
 
         # correctness of cuckoo's output
         got, data = parse_ids(os.path.join(tmp, "cuckoo.out"), d)
@@ -216,10 +220,10 @@ def main(argv: Optional[List[str]] = None) -> int:
             with open(os.path.join(tmp, "awk.out"), "rb") as fh:
                 awk_ok = fh.read() == line_bytes(expected)
         print()
-        print(f"{'tool':<22}{'wall s':>9}{'x cuckoo':>10}{'peak RSS MiB':>14}{'x cuckoo':>10}")
-        c_wall, c_rss = results["cuckoo dedup"]
-        for name, (wall, rss) in results.items():
-            print(f"{name:<22}{wall:>9.2f}{wall / c_wall:>10.2f}{rss:>14.0f}{rss / c_rss:>10.1f}")
+        print(f"{'tool':<22}{'wall s':>9}{'x cuckoo':>10}{'CPU s':>9}{'x cuckoo':>10}{'peak RSS MiB':>14}{'x cuckoo':>10}")
+        c_wall, c_cpu, c_rss = results["cuckoo dedup"]
+        for name, (wall, cpu, rss) in results.items():
+            print(f"{name:<22}{wall:>9.2f}{wall / c_wall:>10.2f}{cpu:>9.2f}{cpu / c_cpu:>10.2f}{rss:>14.0f}{rss / c_rss:>10.1f}")
         print()
         print(f"cuckoo output: {len(got):,} lines of {d:,} distinct; {missing:,} missing "
               f"(cuckoo expected {expected_drops}); every line an exact input line in first-occurrence "

@@ -491,3 +491,42 @@ def test_demo_small():
     theory = float(line.split("theory ")[1].split()[0])
     assert 0 < theory < 0.01
     assert measured <= 3 * theory + 10 / 20000
+
+
+# ---- automatic sizing (in-process, with a stand-in Filter constructor) -----------------------
+
+
+@pytest.mark.parametrize("supports_growable", [True, False])
+@pytest.mark.parametrize("from_stdin", [True, False])
+def test_automatic_filter(monkeypatch, tmp_path, supports_growable, from_stdin):
+    made = []
+    real = cuckoo.Filter
+
+    def fake_filter(capacity, fpr=None, **kw):
+        if kw.get("growable") and not supports_growable:
+            raise TypeError("Filter() got an unexpected keyword argument 'growable'")
+        made.append((capacity, kw.get("growable", False)))
+        return real(min(capacity, 100_000), fpr)
+
+    monkeypatch.setattr(cli, "Filter", fake_filter)
+    data = b"".join(b"%d\n" % (i % 3000) for i in range(10_000))
+    src = tmp_path / "in.txt"
+    src.write_bytes(data)
+    out = tmp_path / "out.txt"
+    args = ["dedup", "-q", "--block-size", "1000", "-o", str(out)]
+    if from_stdin:
+        import io
+
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    else:
+        args.append(str(src))
+    assert cli.main(args) == 0
+    assert out.read_bytes() == ref_dedup(data)
+    capacity, growable = made[-1]
+    assert growable == supports_growable
+    if not from_stdin:
+        assert 10_000 <= capacity <= 15_000  # lines (estimated from the file) x 1.2
+    elif supports_growable:
+        assert capacity == cli.GROWABLE_START
+    else:
+        assert capacity == cli.STDIN_CAPACITY  # more than one block: size unknown

@@ -49,6 +49,8 @@ BUILD_FPR = 1e-3
 # the filter cannot grow: about 85 MiB of table at the default dedup FPR.
 STDIN_CAPACITY = 50_000_000
 MIN_CAPACITY = 1024
+# Initial capacity of a growable filter for input of unknown size.
+GROWABLE_START = 1 << 20
 # Keys longer than this, and keys ending in a NUL byte (which NumPy 'S' arrays cannot hold),
 # go to the filter as a list of bytes objects instead of an 'S' array.
 MAX_S_WIDTH = 4096
@@ -92,9 +94,10 @@ class Lines:
             starts[1:] = self.ends[:-1] + 1
         self.starts = starts
         klen = self.ends - starts
-        # buf[end - 1] is the previous line's '\n' (or, at index -1, the block's last '\n') when
-        # the line is empty, so an empty line never loses a byte here.
-        klen -= buf[self.ends - 1] == 13
+        if data.find(b"\r", 0, size) >= 0:  # memchr: skips the pass when there is no '\r'
+            # buf[end - 1] is the previous line's '\n' (or, at index -1, the block's last '\n')
+            # when the line is empty, so an empty line never loses a byte here.
+            klen -= buf[self.ends - 1] == 13
         self.klen = klen
         self.virtual = virtual
 
@@ -114,11 +117,13 @@ class Lines:
             return []
         klen = self.klen
         buf = self.buf
-        special = klen > MAX_S_WIDTH
-        special |= (klen > 0) & (buf[np.maximum(self.starts + klen - 1, 0)] == 0)
         groups: List[Tuple[Optional[np.ndarray], Union[np.ndarray, List[bytes]]]] = []
         normal: Optional[np.ndarray] = None
-        if special.any():
+        special = None
+        if int(klen.max()) > MAX_S_WIDTH or self.data.find(b"\0", 0, len(buf)) >= 0:
+            special = klen > MAX_S_WIDTH
+            special |= (klen > 0) & (buf[np.maximum(self.starts + klen - 1, 0)] == 0)
+        if special is not None and special.any():
             idx = np.flatnonzero(special)
             data = self.data
             starts = self.starts[idx].tolist()
@@ -297,7 +302,8 @@ def read_lines(source: Source, block: int) -> Iterator[Lines]:
             pending.append(chunk)  # a line longer than a block: join once its end is found
             continue
         if pending:
-            data = b"".join(pending) + chunk
+            pending.append(chunk)
+            data = b"".join(pending)  # one copy: the carried-over tail and the new chunk
             idx += len(data) - len(chunk)
             pending = []
         else:
@@ -533,10 +539,15 @@ def _auto_filter(args: argparse.Namespace, sources: List[Source], fpr: float) ->
     if args.capacity is not None:
         return Filter(args.capacity, fpr), False, f"capacity {args.capacity:,} (fixed)"
     estimate, known = estimate_lines(sources, args.block_size)
-    capacity = max(int(estimate * 1.2) + 16, MIN_CAPACITY) if known else STDIN_CAPACITY
+    capacity = max(int(estimate * 1.2) + 16, MIN_CAPACITY) if known else GROWABLE_START
     f, growable = new_filter(capacity, fpr, growable=True)
-    how = "growable" if growable else ("estimated from the input" if known else "default for unknown input size")
-    return f, growable, f"capacity {capacity:,} ({how})"
+    if growable:
+        return f, True, f"growable, initial capacity {capacity:,}"
+    if not known:
+        capacity = STDIN_CAPACITY
+        f = Filter(capacity, fpr)
+    how = "estimated from the input" if known else "default for input of unknown size"
+    return f, False, f"capacity {capacity:,} ({how})"
 
 
 def cmd_dedup(args: argparse.Namespace) -> int:
@@ -842,9 +853,12 @@ written, 3 the filter is full (fixed --capacity too small)."""
 
 DEDUP_EPILOG = f"""\
 Writes each line the first time it is seen, in input order. A cuckoo filter remembers the keys
-(about {math.ceil(math.log2(8 / DEDUP_FPR)) / 0.935:.0f} bits per distinct line at the default --fpr), so memory
-stays small however long the lines are; the price is that a new line whose fingerprint collides
-with a stored one is dropped by mistake.
+as short fingerprints ({math.ceil(math.log2(8 / DEDUP_FPR))} bits at the default --fpr, about {math.ceil(math.log2(8 / DEDUP_FPR)) / 0.935:.0f} bits per line of capacity),
+so memory stays small however long the lines are; the price is that a new line whose
+fingerprint collides with a stored one is dropped by mistake.
+
+progress (lines, lines/s) is shown on stderr when stderr is a terminal; --progress forces it,
+--quiet turns it and the final report off.
 
 capacity: --capacity N fixes the filter size (exit 3 if more than about N distinct lines arrive).
 Without it the filter grows if this build supports growable filters; otherwise it is sized
@@ -879,7 +893,7 @@ def _add_input_options(p: argparse.ArgumentParser, progress: bool = True) -> Non
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="cuckoo",
-        description="Cuckoo filters on the command line: streaming dedup of huge files in little memory, "
+        description="Cuckoo filters on the command line: streaming dedup of huge files in little memory,\n"
                     "filter files you build once and query later.",
         epilog="Run 'cuckoo COMMAND --help' for each command. Start with: cuckoo demo\n\n" + EXIT_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -888,7 +902,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     p = sub.add_parser("dedup", help="write each line the first time it is seen (streaming, bounded memory)",
-                       description="Streaming, order-preserving dedup of lines: like awk '!seen[$0]++' "
+                       description="Streaming, order-preserving dedup of lines: like awk '!seen[$0]++'\n"
                                    "in a fraction of the memory.",
                        epilog=DEDUP_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_input_options(p)
@@ -917,7 +931,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(_parser=p, func=cmd_build, filter=None)
 
     p = sub.add_parser("query", help="print the lines that may be in a filter (or, --absent, the others)",
-                       description="Print the lines of FILEs that may be in FILTER (false positives possible, "
+                       description="Print the lines of FILEs that may be in FILTER (false positives possible,\n"
                                    "false negatives never).",
                        epilog=LINES_HELP + "\n\n" + EXIT_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("filter", metavar="FILTER", help="a filter file (from build or dedup --save)")
