@@ -10,7 +10,6 @@ import random
 import shutil
 import subprocess
 import sys
-import tempfile
 
 import numpy as np
 import pytest
