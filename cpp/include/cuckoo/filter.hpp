@@ -75,12 +75,13 @@ inline double design_load(unsigned bucket_size) {
 // 32-bit fingerprints cannot reach fpr.
 inline unsigned fingerprint_bits_for(double fpr, unsigned bucket_size) {
     if (!(fpr > 0.0 && fpr < 1.0)) throw std::invalid_argument("fpr must be in (0, 1)");
-    const double need = std::log2(2.0 * bucket_size / fpr);
-    unsigned f = static_cast<unsigned>(std::ceil(need - 1e-9));
-    if (f < kMinFingerprintBits) f = kMinFingerprintBits;
-    if (f > kMaxFingerprintBits)
+    // Range-checked as a double before the conversion: for a tiny fpr, 2b/fpr overflows to
+    // infinity, and converting that to unsigned is undefined (it gave 4 bits on x86-64).
+    double need = std::ceil(std::log2(2.0 * bucket_size / fpr) - 1e-9);
+    if (!(need <= kMaxFingerprintBits))
         throw std::invalid_argument("fpr is too small: it would need more than 32 fingerprint bits");
-    return f;
+    if (need < kMinFingerprintBits) need = kMinFingerprintBits;
+    return static_cast<unsigned>(need);
 }
 
 // Buckets for `capacity` items at the design load: an even multiple of kBlockBuckets.
