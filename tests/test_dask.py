@@ -222,3 +222,12 @@ def test_dedup_is_lazy_and_recomputable(client):
     b = out.compute()  # tasks are pure: a second run gives the same rows
     pd.testing.assert_frame_equal(a, b)
     assert len(out) == len(a)
+
+
+def test_dask_sizeof_counts_the_table():
+    # The scheduler weighs task inputs by dask.sizeof: a filter must count its table, else dedup's
+    # chain moves the filter to every partition instead of the keys to the filter.
+    from dask.sizeof import sizeof
+
+    f = cuckoo.Filter(100_000)
+    assert sizeof(f) >= f.nbytes > 100_000

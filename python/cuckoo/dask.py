@@ -26,6 +26,7 @@ import numpy as np
 try:
     import dask
     import dask.array as da
+    import dask.sizeof
     import dask.dataframe as dd
 except ImportError as exc:  # pragma: no cover - only without the extra
     raise ImportError(
@@ -37,6 +38,14 @@ from ._core import Filter
 __all__ = ["build", "contains", "isin", "dedup"]
 
 _DEFAULT_SPLIT_EVERY = 8
+
+
+@dask.sizeof.sizeof.register(Filter)
+def _sizeof_filter(f: Filter) -> int:
+    # The scheduler places tasks by the bytes of their inputs. Without this it would take a filter
+    # for a small Python object and move the (much larger) table to each partition's keys, rather
+    # than the keys to the filter: in dedup's chain that bounced the filter between workers.
+    return int(f.nbytes) + 64
 
 
 # ---- inputs ----
