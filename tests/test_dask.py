@@ -222,6 +222,9 @@ def test_dedup_is_lazy_and_recomputable(client):
     b = out.compute()  # tasks are pure: a second run gives the same rows
     pd.testing.assert_frame_equal(a, b)
     assert len(out) == len(a)
+    # A Series works alike and keeps its index.
+    s = cd.dedup(ddf["k"]).compute()
+    pd.testing.assert_series_equal(s, a["k"])
 
 
 def test_dask_sizeof_counts_the_table():

@@ -168,8 +168,6 @@ def build(
     """
     if not isinstance(split_every, int) or split_every < 2:
         raise ValueError(f"split_every must be an int >= 2, got {split_every!r}")
-    if isinstance(collection, dd.DataFrame) and column is None:
-        _keys(collection, column)  # raises unless there is exactly one column
     keys = _keys(collection, column)
     total = _total_length(keys) if capacity is None else 0
     params = _filter_params(total, capacity, fpr, seed, filter_kwargs)
