@@ -336,14 +336,27 @@ public:
         require_writable();
         if (!same_layout(other)) throw std::invalid_argument("merge_from needs filters of the same layout");
         const Locator loc = locator();
+        const TableProbe probe = table_.probe();
+        // Buckets are read in order; the alternates are random, so they are gathered and
+        // prefetched a block at a time, like the keys of a bulk insert.
+        KeyHash block[kBatchBlock];
+        unsigned pending = 0;
+        auto flush = [&] {
+            for (unsigned j = 0; j < pending; ++j)
+                if (!insert_located(block[j])) return false;
+            pending = 0;
+            return true;
+        };
         for (uint64_t i = 0; i < other.bucket_count(); ++i) {
             for (unsigned s = 0; s < other.bucket_size(); ++s) {
                 const uint32_t fp = other.table_.get(i, s);
                 if (fp == 0) continue;
-                if (!insert_located(KeyHash{i, loc.alt_index(i, fp), fp})) return false;
+                block[pending] = KeyHash{i, loc.alt_index(i, fp), fp};
+                probe.prefetch(block[pending].i2);
+                if (++pending == kBatchBlock && !flush()) return false;
             }
         }
-        return true;
+        return flush();
     }
 
     // ---- rebuilding from serialized parts (cuckoo/format.hpp) ----
