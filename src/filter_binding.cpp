@@ -11,6 +11,7 @@
 
 #include "errors.hpp"
 #include "keys.hpp"
+#include "memory.hpp"
 
 namespace cuckoo_py {
 
@@ -98,6 +99,18 @@ PyFilter make_filter(const py::handle& capacity, const py::handle& fpr, const py
             throw py::value_error(e.what());
         }
     }
+    uint64_t buckets = 0;
+    try {
+        buckets = cuckoo::bucket_count_for(static_cast<uint64_t>(cap), b);
+    } catch (const std::length_error&) {
+        throw py::value_error("capacity=" + with_commas(static_cast<uint64_t>(cap)) + " is too large: a filter with bucket_size=" +
+                              std::to_string(b) + " holds at most " +
+                              with_commas(static_cast<uint64_t>(static_cast<double>(cuckoo::kMaxBucketCount) * b *
+                                                                cuckoo::design_load(b))) +
+                              " keys (2^32 buckets); split the keys over several filters");
+    }
+    require_memory(cuckoo::PackedTable::data_bytes_for(buckets, b, f),
+                   "Filter(capacity=" + with_commas(static_cast<uint64_t>(cap)) + ", fingerprint_bits=" + std::to_string(f) + ")");
     return PyFilter(cuckoo::StagedFilter(cuckoo::Filter::for_capacity(static_cast<uint64_t>(cap), target, f, b, kicks, s),
                                          growable.ptr() == Py_True));
 }
