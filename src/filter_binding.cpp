@@ -103,8 +103,8 @@ PyFilter make_filter(const py::handle& capacity, const py::handle& fpr, const py
     try {
         buckets = cuckoo::bucket_count_for(static_cast<uint64_t>(cap), b);
     } catch (const std::length_error&) {
-        throw py::value_error("capacity=" + with_commas(static_cast<uint64_t>(cap)) + " is too large: a filter with bucket_size=" +
-                              std::to_string(b) + " holds at most " +
+        throw py::value_error("capacity is too large: " + with_commas(static_cast<uint64_t>(cap)) +
+                              " keys, but a filter with bucket_size=" + std::to_string(b) + " holds at most " +
                               with_commas(static_cast<uint64_t>(static_cast<double>(cuckoo::kMaxBucketCount) * b *
                                                                 cuckoo::design_load(b))) +
                               " keys (2^32 buckets); split the keys over several filters");
