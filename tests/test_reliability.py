@@ -189,7 +189,7 @@ def test_cross_merges_do_not_deadlock() -> None:
 
 
 def test_capacity_beyond_2_to_32_buckets_raises_value_error_naming_the_limit() -> None:
-    with pytest.raises(ValueError, match=r"capacity=1,000,000,000,000 is too large.*at most [0-9,]+ keys"):
+    with pytest.raises(ValueError, match=r"capacity is too large: 1,000,000,000,000 keys, but .* holds at most [0-9,]+ keys"):
         cuckoo.Filter(10**12)
     with pytest.raises(ValueError, match="too large"):
         cuckoo.Filter(10**12, bucket_size=8)
