@@ -35,7 +35,7 @@ def test_growable_filter_takes_1000x_its_capacity(fpr):
 
 
 def test_growable_scalar_paths_and_deletes_span_stages():
-    f = cuckoo.Filter(100, fingerprint_bits=12, growable=True)
+    f = cuckoo.Filter(100, fingerprint_bits=24, growable=True)  # wide: no ambiguous deletes
     for k in range(5000):
         f.add(k)
     assert len(f.stages) > 3
@@ -170,8 +170,9 @@ def test_growth_keeps_no_false_negatives_and_counts(ops):
             f.add(k)
             model[k] += 1
         elif model[k]:
-            assert f.discard(k)
-            model[k] -= 1
+            # refused only when k's fingerprint shows in two stages (see StagedFilter::erase_hash)
+            if f.discard(k):
+                model[k] -= 1
     assert len(f) == sum(model.values())
     for k, n in model.items():
         if n:

@@ -59,7 +59,7 @@ constexpr uint64_t kSectionAlignment = 64;  // tables start at multiples of 64 b
 constexpr uint64_t kFixedHeaderBytes = 64;
 constexpr uint64_t kStageRecordBytes = 64;
 constexpr uint64_t kChecksumBytes = 8;
-constexpr uint32_t kMaxStages = 64;          // a sanity bound: growth doubles, 64 stages is plenty
+constexpr uint32_t kMaxStages = static_cast<uint32_t>(cuckoo::kMaxStages);  // see staged.hpp
 constexpr uint64_t kMaxMaxKicks = 1000000;   // same bound as the Python constructor's
 
 // Field offsets of the version-1 fixed header and stage records.

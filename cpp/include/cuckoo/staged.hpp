@@ -23,6 +23,10 @@
 
 namespace cuckoo {
 
+// Most stages a filter may have (the file format's bound too). Growth doubles the capacity per
+// stage, so growth alone never gets near it; merges that keep overflowing stages could.
+constexpr size_t kMaxStages = 64;
+
 // Why two filters cannot be merged exactly.
 class MergeError : public std::invalid_argument {
 public:
@@ -118,11 +122,22 @@ public:
         grow();
         return stages_.back().insert_hash(h);
     }
-    // Newest stage first: the one that received the most recent inserts.
+    // Removes one copy of the key's fingerprint. With several stages, a key's fingerprint can
+    // also appear, as a false positive, in stages it was never stored in; removing such a copy
+    // would delete another key's fingerprint (a false negative for that key). So the copy is
+    // removed only from the one stage that holds it; when two or more stages match, nothing is
+    // removed and false is returned: the key stays (as a maybe-present key) and nothing is lost.
+    // That happens with probability about the sum of the other stages' false-positive rates.
     bool erase_hash(uint64_t h) {
-        for (size_t k = stages_.size(); k-- > 0;)
-            if (stages_[k].erase_hash(h)) return true;
-        return false;
+        require_writable();
+        if (stages_.size() == 1) return stages_.front().erase_hash(h);
+        size_t holder = stages_.size();
+        for (size_t k = 0; k < stages_.size(); ++k) {
+            if (!stages_[k].contains_hash(h)) continue;
+            if (holder != stages_.size()) return false;  // ambiguous: refuse rather than guess
+            holder = k;
+        }
+        return holder != stages_.size() && stages_[holder].erase_hash(h);
     }
     void clear() {
         stages_.front().clear();
@@ -212,19 +227,35 @@ public:
         std::vector<Filter> result = stages_;
         for (size_t k = 0; k < other.stages_.size(); ++k) {
             const Filter& theirs = other.stages_[k];
-            if (k < result.size() && result[k].same_layout(theirs)) {
-                Filter trial(result[k]);
-                if (trial.merge_from(theirs)) {
-                    result[k] = std::move(trial);
-                    continue;
-                }
+            if (!merge_into_some_stage(result, k, theirs)) {
+                if (!growable_)
+                    throw FilterFullError("filter is full: merging would overflow stage " + std::to_string(k) +
+                                          "; the filter is unchanged");
+                if (result.size() >= kMaxStages)
+                    throw FilterFullError("filter is full: a merge would need more than " +
+                                          std::to_string(kMaxStages) + " stages; the filter is unchanged");
+                result.push_back(theirs);
             }
-            if (!growable_)
-                throw FilterFullError("filter is full: merging would overflow stage " + std::to_string(k) +
-                                      "; the filter is unchanged");
-            result.push_back(theirs);
         }
         stages_ = std::move(result);
+    }
+
+    // Merges `theirs` into a stage of `stages` with its layout: stage `k` first, then (for
+    // stages kept by earlier merges) the others, newest first. False if none has room.
+    static bool merge_into_some_stage(std::vector<Filter>& stages, size_t k, const Filter& theirs) {
+        std::vector<size_t> order;
+        if (k < stages.size()) order.push_back(k);
+        for (size_t i = stages.size(); i-- > 0;)
+            if (i != k) order.push_back(i);
+        for (size_t i : order) {
+            if (!stages[i].same_layout(theirs)) continue;
+            Filter trial(stages[i]);
+            if (trial.merge_from(theirs)) {
+                stages[i] = std::move(trial);
+                return true;
+            }
+        }
+        return false;
     }
 
     bool operator==(const StagedFilter& o) const {
@@ -237,6 +268,9 @@ public:
 
     // The next stage's geometry: twice the capacity, one more fingerprint bit (at most 32).
     void grow() {
+        if (stages_.size() >= kMaxStages)
+            throw FilterFullError("filter is full: a growable filter has at most " + std::to_string(kMaxStages) +
+                                  " stages");
         const Filter& last = stages_.back();
         const unsigned bits = std::min(last.fingerprint_bits() + 1, kMaxFingerprintBits);
         const uint64_t capacity = last.capacity() * 2;
