@@ -10,30 +10,39 @@ constexpr bool kHostLittleEndian = !CUCKOO_BIG_ENDIAN;
 
 [[noreturn]] void throw_error_already_set() { throw py::error_already_set(); }
 
+// Hashes one element of a container, holding a reference to it meanwhile: hashing an object with
+// __index__ runs Python code, which may drop the container's own reference (e.g. by clearing it).
+void append_hash_of_item(const cuckoo::KeyHasher& f, PyObject* item, std::vector<uint64_t>& out) {
+    if (!item) {  // an object array that was never filled holds NULL
+        PyErr_SetString(PyExc_TypeError, "None is not a valid key: keys must be int, bytes or str");
+        throw_error_already_set();
+    }
+    uint64_t h;
+    Py_INCREF(item);
+    const bool ok = hash_object(f, item, h);
+    Py_DECREF(item);
+    if (!ok) throw_error_already_set();
+    out.push_back(h);
+}
+
 void append_object_hashes(const cuckoo::KeyHasher& f, PyObject* const* items, Py_ssize_t n, Py_ssize_t step,
                           std::vector<uint64_t>& out) {
-    for (Py_ssize_t k = 0; k < n; ++k) {
-        PyObject* item = items[k * step];
-        uint64_t h;
-        if (!item) {  // an object array that was never filled holds NULL
-            PyErr_SetString(PyExc_TypeError, "None is not a valid key: keys must be int, bytes or str");
-            throw_error_already_set();
-        }
-        if (!hash_object(f, item, h)) throw_error_already_set();
-        out.push_back(h);
-    }
+    for (Py_ssize_t k = 0; k < n; ++k) append_hash_of_item(f, items[k * step], out);
 }
 
 KeyBatch hashes_of_iterable(const cuckoo::KeyHasher& f, const py::handle& keys) {
     KeyBatch b;
     b.kind = BufferKind::Hashes;
     PyObject* o = keys.ptr();
-    if (PyList_Check(o) || PyTuple_Check(o)) {
-        py::object fast = py::reinterpret_steal<py::object>(PySequence_Fast(o, "keys"));
-        if (!fast) throw_error_already_set();
-        const Py_ssize_t n = PySequence_Fast_GET_SIZE(fast.ptr());
+    if (PyList_Check(o)) {
+        // Size and item re-read at every step: Python code run by a key's __index__ may change
+        // the list. Like Python's list iterator, the conversion stops where the list now ends.
+        b.hashes.reserve(static_cast<size_t>(PyList_GET_SIZE(o)));
+        for (Py_ssize_t k = 0; k < PyList_GET_SIZE(o); ++k) append_hash_of_item(f, PyList_GET_ITEM(o, k), b.hashes);
+    } else if (PyTuple_Check(o)) {  // immutable: its items live as long as it does
+        const Py_ssize_t n = PyTuple_GET_SIZE(o);
         b.hashes.reserve(static_cast<size_t>(n));
-        append_object_hashes(f, PySequence_Fast_ITEMS(fast.ptr()), n, 1, b.hashes);
+        append_object_hashes(f, PySequence_Fast_ITEMS(o), n, 1, b.hashes);
     } else {
         py::object it = py::reinterpret_steal<py::object>(PyObject_GetIter(o));
         if (!it) {
