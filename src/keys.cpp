@@ -67,8 +67,19 @@ KeyBatch hashes_of_iterable(const cuckoo::KeyHasher& f, const py::handle& keys) 
 
 // A NumPy-style buffer: integers, 'S', 'U' or objects, one-dimensional, any strides.
 KeyBatch batch_of_buffer(const cuckoo::KeyHasher& f, const py::handle& keys) {
+    if (py::isinstance<py::array>(keys)) {
+        // NumPy cannot export these through the buffer protocol; say what the problem is
+        const char kind = py::reinterpret_borrow<py::array>(keys).dtype().kind();
+        if (kind == 'M' || kind == 'm')
+            throw py::type_error(std::string(kind == 'M' ? "datetime64" : "timedelta64") +
+                                 " arrays are not a batch of keys: keys must be integers, bytes or str "
+                                 "(for their integer values use arr.view('int64'))");
+    }
     py::buffer buf = py::reinterpret_borrow<py::buffer>(keys);
     py::buffer_info info = buf.request();
+    if (info.ndim == 0)
+        throw py::value_error("a 0-dimensional array is a single value, not a batch of keys: pass a one-dimensional "
+                              "array (arr.reshape(1)) or a list ([arr.item()])");
     if (info.ndim != 1)
         throw py::value_error("keys must be a one-dimensional array, got " + std::to_string(info.ndim) +
                               " dimensions (use .ravel())");
@@ -125,7 +136,10 @@ KeyBatch batch_of_buffer(const cuckoo::KeyHasher& f, const py::handle& keys) {
         return h;
     } else if (fmt == "?") {
         throw py::type_error("a boolean array is not a batch of keys (keys must be integers, bytes or str)");
-    } else if (!fmt.empty() && std::strchr("efdgZ", fmt[0])) {
+    } else if (!fmt.empty() && fmt[0] == 'Z') {
+        throw py::type_error("complex arrays are not supported: keys must be integers, bytes or str (got format '" +
+                             std::string(info.format) + "')");
+    } else if (!fmt.empty() && std::strchr("efdg", fmt[0])) {
         throw py::type_error("float arrays are not supported: keys must be integers, bytes or str (got format '" +
                              std::string(info.format) + "')");
     } else {
