@@ -50,6 +50,8 @@ def _arrow_parts(arr: Any) -> List[Part]:
     if arr.null_count:
         raise ValueError(f"keys contain {arr.null_count} null value(s): nulls are not keys")
     t = arr.type
+    if pa.types.is_null(t):  # no nulls counted: an empty array (pa.array([]) is of type null)
+        return []
     if pa.types.is_dictionary(t):
         return _arrow_parts(arr.dictionary_decode())
     if pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t) or pa.types.is_large_binary(t):
