@@ -481,6 +481,8 @@ Keys are int (64-bit, signed or unsigned), bytes, or str (hashed as UTF-8).
     heap_type->as_sequence.sq_contains = &contains_slot;
     reinterpret_cast<PyTypeObject*>(cls.ptr())->tp_as_sequence = &heap_type->as_sequence;
     PyType_Modified(reinterpret_cast<PyTypeObject*>(cls.ptr()));
+
+    register_persistence(cls);
 }
 
 }  // namespace cuckoo_py

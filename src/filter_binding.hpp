@@ -16,6 +16,9 @@ namespace py = pybind11;
 struct PyFilter {
     explicit PyFilter(cuckoo::StagedFilter f) : core(std::move(f)) {}
     PyFilter(const PyFilter& other) : core(other.core) {}
+    // Moves the table: without it, returning a new filter by value (the constructor, copy(),
+    // |) would copy the table once more and briefly need twice its memory.
+    PyFilter(PyFilter&& other) noexcept : core(std::move(other.core)), backing(std::move(other.backing)) {}
 
     cuckoo::StagedFilter core;
     mutable std::shared_mutex mutex;
@@ -62,5 +65,6 @@ using FilterClass = py::class_<PyFilter>;
 
 // Creates cuckoo._core.Filter; the register_* functions below add one concern each.
 void register_filter(py::module_& m);
+void register_persistence(FilterClass& cls);  // to_bytes, from_bytes, save/load support (format_binding.cpp)
 
 }  // namespace cuckoo_py

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "cuckoo/filter.hpp"
+#include "cuckoo/format.hpp"
 #include "errors.hpp"
 #include "filter_binding.hpp"
 
@@ -43,6 +44,8 @@ void register_errors(py::module_& m) {
             PyErr_SetString(error_types().read_only, ex.what());
         } catch (const cuckoo::FilterFullError& ex) {
             PyErr_SetString(error_types().full, ex.what());
+        } catch (const cuckoo::FormatError& ex) {
+            PyErr_SetString(error_types().format, ex.what());
         }
     });
 }

@@ -28,9 +28,10 @@ except ImportError as exc:  # pragma: no cover - only on a broken install
         "with `pip install .` (a plain checkout on sys.path has no compiled extension)."
     ) from exc
 
-from . import _display
+from . import _display, _persist
 
 _display.install(Filter)
+_persist.install(Filter)
 
 __version__ = "0.1.0"
 

@@ -216,6 +216,7 @@ public:
     // Inserts; returns false (filter unchanged) if no room was found within max_kicks.
     bool insert_hash(uint64_t h) { return insert_located(locate(h)); }
     bool insert_unique_hash(uint64_t h, bool& was_new) {
+        require_writable();  // also when the key is present: a write to a read-only filter always raises
         const KeyHash k = locate(h);
         if (table_.contains(k.i1, k.fp) || table_.contains(k.i2, k.fp)) {
             was_new = false;
@@ -237,9 +238,9 @@ public:
     }
 
     // ---- batches ----
-    // Each batch takes n keys through `hash_at(k) -> uint64_t` and works in blocks of kBatchBlock:
-    // hash the block, prefetch both candidate buckets of every key, then probe. Results equal the
-    // scalar operations applied to the keys one by one in order. `should_stop()` is polled between
+    // Each batch takes n keys through `hash_at(k) -> uint64_t` and works in blocks (see
+    // for_each_located), so many cache misses are in flight at once. Results equal the scalar
+    // operations applied to the keys one by one in order. `should_stop()` is polled between
     // blocks (signal checks); a batch that stops returns how many keys it completed.
     template <class HashAt, class Out, class Stop>
     uint64_t contains_batch(uint64_t n, HashAt&& hash_at, Out* out, Stop&& should_stop) const {
@@ -253,16 +254,10 @@ public:
     template <class HashAt, class Out, class Stop>
     uint64_t count_batch(uint64_t n, HashAt&& hash_at, Out* out, Stop&& should_stop) const {
         const TableProbe probe = table_.probe();
-        const Locator loc = locator();
-        KeyHash ks[kBatchBlock];
-        for (uint64_t start = 0; start < n; start += kBatchBlock) {
-            if (should_stop()) return start;
-            const unsigned len = static_cast<unsigned>(std::min<uint64_t>(kBatchBlock, n - start));
-            prepare_block(probe, loc, start, len, hash_at, ks);
-            for (unsigned j = 0; j < len; ++j)
-                out[start + j] = static_cast<Out>(probe.count(ks[j].i1, ks[j].fp) + probe.count(ks[j].i2, ks[j].fp));
-        }
-        return n;
+        return for_each_located(n, hash_at, should_stop, [&](uint64_t j, const KeyHash& k) {
+            out[j] = static_cast<Out>(probe.count(k.i1, k.fp) + probe.count(k.i2, k.fp));
+            return true;
+        });
     }
     // Inserts keys in order. Stops at the first key that finds no room (filter as it was before
     // that key) and returns the number of keys inserted before it. `was_new` (may be null): for
@@ -274,40 +269,26 @@ public:
                           Stop&& should_stop) {
         require_writable();
         full = false;
-        KeyHash ks[kBatchBlock];
-        for (uint64_t start = 0; start < n; start += kBatchBlock) {
-            if (should_stop()) return start;
-            const unsigned len = static_cast<unsigned>(std::min<uint64_t>(kBatchBlock, n - start));
-            prepare_block(table_.probe(), locator(), start, len, hash_at, ks);
-            for (unsigned j = 0; j < len; ++j) {
-                const KeyHash& k = ks[j];
-                if (mode == InsertMode::Unique) {
-                    const bool present = table_.contains(k.i1, k.fp) | table_.contains(k.i2, k.fp);
-                    if (was_new) was_new[start + j] = !present;
-                    if (present) continue;
-                }
-                if (!insert_located(k)) {
-                    full = true;
-                    return start + j;
-                }
+        const TableProbe probe = table_.probe();
+        return for_each_located(n, hash_at, should_stop, [&](uint64_t j, const KeyHash& k) {
+            if (mode == InsertMode::Unique) {
+                const bool present = probe.contains(k.i1, k.fp) | probe.contains(k.i2, k.fp);
+                if (was_new) was_new[j] = !present;
+                if (present) return true;
             }
-        }
-        return n;
+            if (insert_located(k)) return true;
+            full = true;
+            return false;
+        });
     }
     template <class HashAt, class Stop>
     uint64_t erase_batch(uint64_t n, HashAt&& hash_at, bool* out, Stop&& should_stop) {
         require_writable();
-        KeyHash ks[kBatchBlock];
-        for (uint64_t start = 0; start < n; start += kBatchBlock) {
-            if (should_stop()) return start;
-            const unsigned len = static_cast<unsigned>(std::min<uint64_t>(kBatchBlock, n - start));
-            prepare_block(table_.probe(), locator(), start, len, hash_at, ks);
-            for (unsigned j = 0; j < len; ++j) {
-                const bool erased = erase_located(ks[j]);
-                if (out) out[start + j] = erased;
-            }
-        }
-        return n;
+        return for_each_located(n, hash_at, should_stop, [&](uint64_t j, const KeyHash& k) {
+            const bool erased = erase_located(k);
+            if (out) out[j] = erased;
+            return true;
+        });
     }
 
     // ---- whole-filter operations ----
@@ -364,6 +345,24 @@ public:
         return true;
     }
 
+    // ---- rebuilding from serialized parts (cuckoo/format.hpp) ----
+    // A filter around an existing table (owned, or a read-only view of a mapped file) and the
+    // state the table does not hold. Parameters are checked like the constructor's; `count` must
+    // not exceed the slots. Insert statistics start at zero. The caller (the format reader) is
+    // responsible for `count` matching the table.
+    static Filter from_parts(PackedTable table, unsigned max_kicks, uint64_t seed, uint64_t capacity,
+                             uint64_t count) {
+        check_params(table.bucket_count(), table.bucket_size(), table.fingerprint_bits());
+        if (count > table.slot_count()) throw std::invalid_argument("item count exceeds the slots of the table");
+        // The smallest valid table, replaced at once: keeps the class free of a half-built state.
+        Filter f(kBlockBuckets, table.bucket_size(), table.fingerprint_bits(), max_kicks, seed);
+        f.table_ = std::move(table);
+        f.capacity_ = capacity;
+        f.count_ = count;
+        f.init_derived();
+        return f;
+    }
+
     void require_writable() const {
         if (!table_.writable()) throw ReadOnlyError("the filter is read-only (memory-mapped): copy() it to modify it");
     }
@@ -371,26 +370,35 @@ public:
 protected:
     template <BucketShape Shape, class HashAt, class Out, class Stop>
     uint64_t contains_loop(const TableProbe probe, uint64_t n, HashAt& hash_at, Out* out, Stop& should_stop) const {
+        return for_each_located(n, hash_at, should_stop, [&](uint64_t j, const KeyHash& k) {
+            out[j] = probe.contains_as<Shape>(k.i1, k.fp) | probe.contains_as<Shape>(k.i2, k.fp);
+            return true;
+        });
+    }
+
+    // The shape of every bulk loop: hash a block of kBatchBlock keys and prefetch both buckets of
+    // each, then visit the block's keys in order. With 32 keys, 64 misses are requested before
+    // the first is needed, enough to keep the memory system busy (measured on this machine kind:
+    // blocks of 32-64 reach the cost of two independent random reads per key; blocks of 8 do not).
+    // Prefetches are hints: inserts and deletes visited in order see exactly the scalar semantics.
+    // visit(j, key) returns false to stop at key j (which then counts as not done).
+    template <class HashAt, class Stop, class Visit>
+    uint64_t for_each_located(uint64_t n, HashAt& hash_at, Stop& should_stop, Visit&& visit) const {
+        const TableProbe probe = table_.probe();
         const Locator loc = locator();
         KeyHash ks[kBatchBlock];
         for (uint64_t start = 0; start < n; start += kBatchBlock) {
             if (should_stop()) return start;
             const unsigned len = static_cast<unsigned>(std::min<uint64_t>(kBatchBlock, n - start));
-            prepare_block(probe, loc, start, len, hash_at, ks);
+            for (unsigned j = 0; j < len; ++j) {
+                ks[j] = loc.locate(hash_at(start + j));
+                probe.prefetch(ks[j].i1);
+                probe.prefetch(ks[j].i2);
+            }
             for (unsigned j = 0; j < len; ++j)
-                out[start + j] = probe.contains_as<Shape>(ks[j].i1, ks[j].fp) | probe.contains_as<Shape>(ks[j].i2, ks[j].fp);
+                if (!visit(start + j, ks[j])) return start + j;
         }
         return n;
-    }
-
-    template <class HashAt>
-    static void prepare_block(const TableProbe& probe, const Locator& loc, uint64_t start, unsigned len,
-                              HashAt& hash_at, KeyHash* ks) {
-        for (unsigned j = 0; j < len; ++j) {
-            ks[j] = loc.locate(hash_at(start + j));
-            probe.prefetch(ks[j].i1);
-            probe.prefetch(ks[j].i2);
-        }
     }
 
     bool erase_located(const KeyHash& k) {
@@ -411,11 +419,13 @@ protected:
         // Into the emptier of the two buckets ("two choices"): keeping buckets balanced makes
         // evictions a third rarer and raises the load of the first failure (b = 4, f = 16: 96.3%
         // instead of 95.9%). Ties go to i1.
-        const unsigned free1 = table_.count(k.i1, 0);
-        const unsigned free2 = table_.count(k.i2, 0);
+        const TableProbe probe = table_.probe();
+        int slot1, slot2;
+        const unsigned free1 = probe.find_all(k.i1, 0, slot1);
+        const unsigned free2 = probe.find_all(k.i2, 0, slot2);
         if (free1 | free2) {
-            const uint64_t bucket = free1 >= free2 ? k.i1 : k.i2;
-            return place(bucket, static_cast<unsigned>(table_.find_slot(bucket, 0)), k.fp);
+            if (free1 >= free2) return place(k.i1, static_cast<unsigned>(slot1), k.fp);
+            return place(k.i2, static_cast<unsigned>(slot2), k.fp);
         }
         if (evict_search(k)) return true;
         ++stats_.failed_inserts;

@@ -46,6 +46,9 @@ public:
     const Filter& first() const noexcept { return stages_.front(); }
     const Filter& newest() const noexcept { return stages_.back(); }
     bool writable() const noexcept { return first().table().writable(); }
+    void require_writable() const {
+        for (const Filter& f : stages_) f.require_writable();
+    }
 
     // ---- statistics over all stages ----
     uint64_t size() const noexcept { return sum([](const Filter& f) { return f.size(); }); }
@@ -146,6 +149,7 @@ public:
     template <class HashAt, class Stop>
     uint64_t insert_batch(uint64_t n, HashAt&& hash_at, Filter::InsertMode mode, bool* was_new, bool& full,
                           Stop&& should_stop) {
+        require_writable();  // also for an empty batch
         full = false;
         uint64_t done = 0;
         while (done < n) {
@@ -168,6 +172,7 @@ public:
     }
     template <class HashAt, class Stop>
     uint64_t erase_batch(uint64_t n, HashAt&& hash_at, bool* out, Stop&& should_stop) {
+        require_writable();
         if (stages_.size() == 1) return stages_.front().erase_batch(n, hash_at, out, should_stop);
         for (uint64_t k = 0; k < n; ++k) {
             if (k % kBatchBlock == 0 && should_stop()) return k;
@@ -178,8 +183,8 @@ public:
     }
 
     // ---- merging ----
-    // Whether `other`'s fingerprints can be re-inserted exactly: same seed, bucket size and, stage
-    // by stage, the same geometry (bucket count and fingerprint width).
+    // Why `other` cannot be merged exactly ("" if it can): the first stages must share seed,
+    // bucket size, fingerprint width and bucket count. A fixed filter also needs the same stages.
     std::string merge_mismatch(const StagedFilter& other) const {
         const Filter& a = first();
         const Filter& b = other.first();
@@ -187,27 +192,39 @@ public:
         if (a.bucket_size() != b.bucket_size()) return "different bucket sizes";
         if (a.fingerprint_bits() != b.fingerprint_bits()) return "different fingerprint widths";
         if (a.bucket_count() != b.bucket_count()) return "different capacities (bucket counts)";
-        const size_t common = std::min(stages_.size(), other.stages_.size());
-        for (size_t k = 1; k < common; ++k)
-            if (!stages_[k].same_layout(other.stages_[k])) return "different growth stages";
-        if (other.stages_.size() > stages_.size() && !growable_)
-            return "the other filter has grown and this one is not growable";
+        if (!growable_) {
+            if (other.stages_.size() > stages_.size()) return "the other filter has grown and this one is not growable";
+            for (size_t k = 1; k < other.stages_.size(); ++k)
+                if (!stages_[k].same_layout(other.stages_[k])) return "different growth stages";
+        }
         return "";
     }
-    // Adds every fingerprint of `other` (a multiset union: counts add). All or nothing: on
-    // FilterFullError this filter is unchanged.
+    // Adds every fingerprint of `other` (a multiset union: counts add), stage by stage: each of
+    // other's fingerprints goes back into the same bucket pair of the stage of the same geometry,
+    // exactly where inserting its key would have put it. If a stage overflows, a growable filter
+    // keeps a copy of other's stage as a stage of its own (lookups consult every stage, so the
+    // answers stay exact); a fixed filter raises FilterFullError. All or nothing: on an error
+    // this filter is unchanged.
     void merge(const StagedFilter& other) {
         const std::string why = merge_mismatch(other);
         if (!why.empty()) throw MergeError("cannot merge filters: " + why);
-        for (const Filter& f : stages_) f.require_writable();
-        StagedFilter result(*this);
-        while (result.stages_.size() < other.stages_.size()) result.grow();
+        require_writable();
+        std::vector<Filter> result = stages_;
         for (size_t k = 0; k < other.stages_.size(); ++k) {
-            if (!result.stages_[k].merge_from(other.stages_[k]))
+            const Filter& theirs = other.stages_[k];
+            if (k < result.size() && result[k].same_layout(theirs)) {
+                Filter trial(result[k]);
+                if (trial.merge_from(theirs)) {
+                    result[k] = std::move(trial);
+                    continue;
+                }
+            }
+            if (!growable_)
                 throw FilterFullError("filter is full: merging would overflow stage " + std::to_string(k) +
                                       "; the filter is unchanged");
+            result.push_back(theirs);
         }
-        *this = std::move(result);
+        stages_ = std::move(result);
     }
 
     bool operator==(const StagedFilter& o) const {

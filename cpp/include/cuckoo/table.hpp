@@ -36,12 +36,15 @@ inline void prefetch_read(const void* p) noexcept {
 }
 
 inline int popcount64(uint64_t x) noexcept {
-#if defined(__GNUC__) || defined(__clang__)
+#if defined(__POPCNT__) && (defined(__GNUC__) || defined(__clang__))
     return __builtin_popcountll(x);
 #else
-    int n = 0;
-    for (; x; x &= x - 1) ++n;
-    return n;
+    // Without the POPCNT instruction (baseline x86-64) the builtin becomes a library call; the
+    // classic bit-parallel count is a dozen inline operations.
+    x = x - ((x >> 1) & 0x5555555555555555ull);
+    x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+    x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0Full;
+    return static_cast<int>((x * 0x0101010101010101ull) >> 56);
 #endif
 }
 
@@ -60,7 +63,8 @@ constexpr size_t kTablePadding = 16;
 constexpr size_t kTableAlignment = 64;  // one cache line
 
 // Owned, zero-initialised, 64-byte-aligned bytes; or a read-only view of memory owned elsewhere
-// (a memory-mapped file). Copying an owning buffer copies the bytes: no shared raw pointer.
+// (a memory-mapped file). Copying always copies the bytes into a new OWNED buffer, also when the
+// source is a view: no shared raw pointer, and the copy of a read-only (mapped) table is writable.
 class ByteBuffer {
 public:
     ByteBuffer() = default;
@@ -73,14 +77,8 @@ public:
         return b;
     }
     ByteBuffer(const ByteBuffer& other) {
-        if (other.owned_) {
-            allocate(other.size_);
-            if (other.size_) std::memcpy(data_, other.data_, other.size_);
-        } else {
-            data_ = other.data_;
-            size_ = other.size_;
-            owned_ = false;
-        }
+        allocate(other.size_);
+        if (other.size_) std::memcpy(data_, other.data_, other.size_);
     }
     ByteBuffer(ByteBuffer&& other) noexcept
         : data_(std::exchange(other.data_, nullptr)),
@@ -144,6 +142,8 @@ struct TableProbe {
     unsigned word_bits;
     unsigned words_per_bucket;
     unsigned bucket_last_byte;
+    unsigned lanes_per_word;
+    uint32_t lane_div;  // floor(2^16 / f) + 1: the lane of mask bit x is (x * lane_div) >> 16
 
     uint64_t load_bits(uint64_t bit) const noexcept {
         // The word's bits from an unaligned position: one 8-byte load plus the following byte,
@@ -192,6 +192,18 @@ struct TableProbe {
     unsigned count(uint64_t bucket, uint32_t fp) const noexcept {
         unsigned n = 0;
         for (unsigned w = 0; w < words_per_bucket; ++w) n += popcount64(match_mask(bucket, w, fp));
+        return n;
+    }
+    // Slots of `bucket` equal to fp (fp = 0: empty slots), and the first of them in `first`
+    // (-1 if none). No division: mask bit x = l*f + f-1 < 64 belongs to lane x * lane_div >> 16.
+    unsigned find_all(uint64_t bucket, uint32_t fp, int& first) const noexcept {
+        first = -1;
+        unsigned n = 0;
+        for (unsigned w = 0; w < words_per_bucket; ++w) {
+            const uint64_t m = match_mask(bucket, w, fp);
+            if (m && first < 0) first = static_cast<int>(w * lanes_per_word + ((ctz64(m) * lane_div) >> 16));
+            n += popcount64(m);
+        }
         return n;
     }
     void prefetch(uint64_t bucket) const noexcept {
@@ -259,7 +271,7 @@ public:
     // ---- whole buckets (SWAR) ----
     TableProbe probe() const noexcept {
         return TableProbe{bytes_.data(), bucket_bits_, word_mask_, lane_ones_, lane_low_, lane_high_,
-                          word_bits_, words_per_bucket_, bucket_last_byte_};
+                          word_bits_, words_per_bucket_, bucket_last_byte_, lanes_per_word_, lane_div_};
     }
     uint64_t match_mask(uint64_t bucket, unsigned word, uint32_t fp) const noexcept {
         return probe().match_mask(bucket, word, fp);
@@ -268,11 +280,9 @@ public:
     unsigned count(uint64_t bucket, uint32_t fp) const noexcept { return probe().count(bucket, fp); }
     // Index of the first slot equal to fp, or -1. find_slot(bucket, 0) finds an empty slot.
     int find_slot(uint64_t bucket, uint32_t fp) const noexcept {
-        for (unsigned w = 0; w < words_per_bucket_; ++w) {
-            const uint64_t m = match_mask(bucket, w, fp);
-            if (m) return static_cast<int>(w * lanes_per_word_ + ctz64(m) / fp_bits_);
-        }
-        return -1;
+        int first;
+        probe().find_all(bucket, fp, first);
+        return first;
     }
     unsigned occupied(uint64_t bucket) const noexcept { return bucket_size_ - count(bucket, 0); }
 
@@ -287,6 +297,7 @@ private:
         word_bits_ = lanes_per_word_ * fp_bits_;
         bucket_bits_ = bucket_size_ * fp_bits_;
         bucket_last_byte_ = (bucket_bits_ - 1) / 8;
+        lane_div_ = (1u << 16) / fp_bits_ + 1;
         word_mask_ = word_bits_ >= 64 ? ~0ull : ((1ull << word_bits_) - 1);
         lane_ones_ = 0;
         for (unsigned l = 0; l < lanes_per_word_; ++l) lane_ones_ |= 1ull << (l * fp_bits_);
@@ -300,6 +311,7 @@ private:
     unsigned word_bits_ = 0;    // L * f
     uint64_t bucket_bits_ = 0;  // b * f
     unsigned bucket_last_byte_ = 0;
+    uint32_t lane_div_ = 0;
     unsigned words_per_bucket_ = 1;
     uint64_t fp_mask_ = 0;
     uint64_t word_mask_ = 0;

@@ -1,0 +1,486 @@
+// The binary format of a filter (specified in docs/format.md): writing a filter as bytes, and
+// reading bytes back into a filter, either copying the table or as a read-only view of the bytes
+// (zero-copy, for memory-mapped files). No Python, no I/O: callers bring the bytes or a sink.
+//
+// Every multi-byte field is little-endian, written and read byte by byte (put_le / get_le) or
+// through load_le64, never in native order and never through a pointer cast. Reading is
+// bounds-checked: nothing is read past the `size` given, every length is checked against it
+// before it is used, and every size computation is done on validated, bounded values (so it
+// cannot overflow). Anything wrong raises cuckoo::FormatError saying what is wrong.
+//
+// Layout of version 1 (offsets in bytes; N = stage count; see docs/format.md for the details):
+//
+//   0     fixed header (64 bytes): magic "CUCKOOF\0", version, header length, file length,
+//         flags, hash algorithm, seed, capacity, max_kicks, N, reserved
+//   64    N stage records (64 bytes each): bucket size, fingerprint bits, bucket count, item
+//         count, capacity, table offset, table length, table checksum, reserved
+//   64+64N  header checksum: XXH64(bytes [0, 64+64N), seed 0)
+//   then for each stage, at the next 64-byte-aligned offset: its packed table, followed by at
+//   least kTablePadding zero bytes up to the next 64-byte-aligned offset (the next table or the
+//   end of the file). Every gap byte is zero.
+//
+// Coverage: the header checksum covers the whole header, each stage's table checksum covers its
+// table, gap bytes must be zero and the length must be exact, so any change to any byte is
+// detected (the table checksums only when the table is verified: always when copying, on request
+// for views, so that mapping a large file does not read it).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cuckoo/filter.hpp"
+#include "cuckoo/staged.hpp"
+#include "cuckoo/hash.hpp"
+#include "cuckoo/table.hpp"
+
+namespace cuckoo {
+
+// Serialized data that cannot be read: wrong magic, unknown version, truncated, corrupt, or
+// parameters that do not describe a valid filter.
+class FormatError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+namespace format {
+
+constexpr unsigned char kMagic[8] = {'C', 'U', 'C', 'K', 'O', 'O', 'F', '\0'};
+constexpr uint32_t kVersion = 1;          // the version this build writes, and the newest it reads
+constexpr uint32_t kHashXXH64 = 1;        // hash algorithm id: keys hashed as in cuckoo/hash.hpp
+constexpr uint32_t kFlagGrowable = 1u;    // bit 0: a growable filter (stages added as it fills)
+constexpr uint32_t kKnownFlags = kFlagGrowable;
+constexpr uint64_t kHeaderChecksumSeed = 0;
+constexpr uint64_t kTableChecksumSeed = 0;
+constexpr uint64_t kSectionAlignment = 64;  // tables start at multiples of 64 bytes
+constexpr uint64_t kFixedHeaderBytes = 64;
+constexpr uint64_t kStageRecordBytes = 64;
+constexpr uint64_t kChecksumBytes = 8;
+constexpr uint32_t kMaxStages = 64;          // a sanity bound: growth doubles, 64 stages is plenty
+constexpr uint64_t kMaxMaxKicks = 1000000;   // same bound as the Python constructor's
+
+// Field offsets of the version-1 fixed header and stage records.
+namespace v1 {
+constexpr size_t kMagicAt = 0, kVersionAt = 8, kHeaderLengthAt = 12, kFileLengthAt = 16, kFlagsAt = 24,
+                 kHashAt = 28, kSeedAt = 32, kCapacityAt = 40, kMaxKicksAt = 48, kStageCountAt = 52,
+                 kReservedAt = 56;
+constexpr size_t kBucketSizeAt = 0, kFingerprintBitsAt = 4, kBucketCountAt = 8, kItemCountAt = 16,
+                 kStageCapacityAt = 24, kTableOffsetAt = 32, kTableLengthAt = 40, kTableChecksumAt = 48,
+                 kStageReservedAt = 56;
+}  // namespace v1
+
+struct StageInfo {
+    uint32_t bucket_size = 0;
+    uint32_t fingerprint_bits = 0;
+    uint64_t bucket_count = 0;
+    uint64_t item_count = 0;
+    uint64_t capacity = 0;
+    uint64_t table_offset = 0;
+    uint64_t table_length = 0;
+    uint64_t table_checksum = 0;
+};
+
+// A parsed, validated header: every field checked and the layout matches `size`.
+struct Header {
+    uint32_t version = 0;
+    uint32_t header_length = 0;
+    uint64_t file_length = 0;
+    uint32_t flags = 0;
+    uint32_t hash_algorithm = 0;
+    uint64_t seed = 0;
+    uint64_t capacity = 0;
+    uint32_t max_kicks = 0;
+    std::vector<StageInfo> stages;
+};
+
+// ---- little-endian fields ------------------------------------------------------------------
+
+inline void put_le(unsigned char* p, uint64_t v, unsigned bytes) noexcept {
+    for (unsigned i = 0; i < bytes; ++i) p[i] = static_cast<unsigned char>(v >> (8 * i));
+}
+inline uint64_t get_le(const unsigned char* p, unsigned bytes) noexcept {
+    uint64_t v = 0;
+    for (unsigned i = 0; i < bytes; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
+    return v;
+}
+inline uint32_t get_le32(const unsigned char* p) noexcept { return static_cast<uint32_t>(get_le(p, 4)); }
+inline uint64_t get_le64(const unsigned char* p) noexcept { return get_le(p, 8); }
+
+// ---- layout arithmetic (on validated values only) --------------------------------------------
+
+inline uint64_t align_up(uint64_t n) noexcept { return (n + kSectionAlignment - 1) / kSectionAlignment * kSectionAlignment; }
+inline uint64_t header_length_for(uint64_t stages) noexcept {
+    return kFixedHeaderBytes + kStageRecordBytes * stages + kChecksumBytes;
+}
+// Where the table after a section ending at `end` starts: the next 64-byte boundary at or after it.
+inline uint64_t next_table_offset(uint64_t end) noexcept { return align_up(end); }
+// Where the section after a table ends: at least kTablePadding bytes later, on a 64-byte boundary.
+inline uint64_t end_after_table(uint64_t offset, uint64_t length) noexcept {
+    return align_up(offset + length + kTablePadding);
+}
+
+inline std::string hex_prefix(const unsigned char* p, size_t n) {
+    static const char* digits = "0123456789abcdef";
+    std::string s;
+    for (size_t i = 0; i < n; ++i) {
+        if (i) s += ' ';
+        s += digits[p[i] >> 4];
+        s += digits[p[i] & 15];
+    }
+    return s;
+}
+
+[[noreturn]] inline void fail(const std::string& what) { throw FormatError(what); }
+
+// ---- writing -------------------------------------------------------------------------------
+
+// The stages of a filter as written: one for a fixed filter, one per growth stage otherwise.
+inline std::vector<StageInfo> stages_of(const StagedFilter& f) {
+    std::vector<StageInfo> out;
+    uint64_t at = header_length_for(f.stage_count());
+    for (const Filter& st : f.stages()) {
+        StageInfo s;
+        s.bucket_size = st.bucket_size();
+        s.fingerprint_bits = st.fingerprint_bits();
+        s.bucket_count = st.bucket_count();
+        s.item_count = st.size();
+        s.capacity = st.capacity();
+        s.table_length = st.table_bytes();
+        s.table_offset = next_table_offset(at);
+        at = end_after_table(s.table_offset, s.table_length);
+        out.push_back(s);
+    }
+    return out;
+}
+
+// Total bytes of the serialized filter.
+inline uint64_t serialized_size(const StagedFilter& f) {
+    const std::vector<StageInfo> stages = stages_of(f);
+    const StageInfo& last = stages.back();
+    return end_after_table(last.table_offset, last.table_length);
+}
+
+// The header (with checksums filled in). Reads the whole table once for its checksum.
+inline std::vector<unsigned char> header_bytes(const StagedFilter& f) {
+    std::vector<StageInfo> stages = stages_of(f);
+    const uint64_t n = stages.size();
+    const uint64_t hlen = header_length_for(n);
+    std::vector<unsigned char> h(static_cast<size_t>(hlen), 0);
+    unsigned char* p = h.data();
+    std::memcpy(p + v1::kMagicAt, kMagic, sizeof kMagic);
+    put_le(p + v1::kVersionAt, kVersion, 4);
+    put_le(p + v1::kHeaderLengthAt, hlen, 4);
+    put_le(p + v1::kFileLengthAt, serialized_size(f), 8);
+    put_le(p + v1::kFlagsAt, f.growable() ? kFlagGrowable : 0, 4);
+    put_le(p + v1::kHashAt, kHashXXH64, 4);
+    put_le(p + v1::kSeedAt, f.first().seed(), 8);
+    put_le(p + v1::kCapacityAt, f.first().capacity(), 8);
+    put_le(p + v1::kMaxKicksAt, f.first().max_kicks(), 4);
+    put_le(p + v1::kStageCountAt, n, 4);
+    for (uint64_t i = 0; i < n; ++i) {
+        StageInfo& s = stages[i];
+        s.table_checksum = xxh64(f.stage(i).table().data(), static_cast<size_t>(s.table_length), kTableChecksumSeed);
+        unsigned char* r = p + kFixedHeaderBytes + kStageRecordBytes * i;
+        put_le(r + v1::kBucketSizeAt, s.bucket_size, 4);
+        put_le(r + v1::kFingerprintBitsAt, s.fingerprint_bits, 4);
+        put_le(r + v1::kBucketCountAt, s.bucket_count, 8);
+        put_le(r + v1::kItemCountAt, s.item_count, 8);
+        put_le(r + v1::kStageCapacityAt, s.capacity, 8);
+        put_le(r + v1::kTableOffsetAt, s.table_offset, 8);
+        put_le(r + v1::kTableLengthAt, s.table_length, 8);
+        put_le(r + v1::kTableChecksumAt, s.table_checksum, 8);
+    }
+    const uint64_t sum = xxh64(p, static_cast<size_t>(hlen - kChecksumBytes), kHeaderChecksumSeed);
+    put_le(p + hlen - kChecksumBytes, sum, 8);
+    return h;
+}
+
+// Writes the serialized filter as a sequence of pieces: sink(const unsigned char*, size_t) is
+// called in order, the pieces adding up to serialized_size(f) bytes. The table is handed to the
+// sink straight from the filter's memory (no copy). The filter must not change meanwhile.
+template <class Sink>
+void write(const StagedFilter& f, Sink&& sink) {
+    static const unsigned char zeros[kSectionAlignment + kTablePadding] = {};
+    const std::vector<unsigned char> h = header_bytes(f);
+    const std::vector<StageInfo> stages = stages_of(f);
+    uint64_t at = h.size();
+    sink(h.data(), h.size());
+    for (size_t i = 0; i < stages.size(); ++i) {
+        const StageInfo& s = stages[i];
+        sink(zeros, static_cast<size_t>(s.table_offset - at));  // < 64 bytes: the gap is tiny
+        sink(f.stage(i).table().data(), static_cast<size_t>(s.table_length));
+        at = end_after_table(s.table_offset, s.table_length);
+        sink(zeros, static_cast<size_t>(at - s.table_offset - s.table_length));
+    }
+}
+
+// Writes the serialized filter into out[0, size); size must be serialized_size(f).
+inline void write_into(const StagedFilter& f, unsigned char* out, size_t size) {
+    if (size != serialized_size(f)) throw std::invalid_argument("write_into: buffer size is not serialized_size()");
+    size_t at = 0;
+    write(f, [&](const unsigned char* p, size_t n) {
+        if (n) std::memcpy(out + at, p, n);
+        at += n;
+    });
+}
+
+inline std::vector<unsigned char> to_bytes(const StagedFilter& f) {
+    std::vector<unsigned char> out(static_cast<size_t>(serialized_size(f)));
+    write_into(f, out.data(), out.size());
+    return out;
+}
+
+// ---- reading -------------------------------------------------------------------------------
+
+namespace detail {
+
+inline void check_zero(const unsigned char* data, uint64_t from, uint64_t to, const char* where) {
+    for (uint64_t i = from; i < to; ++i)
+        if (data[i] != 0)
+            fail(std::string("corrupt data: byte ") + std::to_string(i) + " (" + where +
+                 ") must be zero, it is " + std::to_string(data[i]));
+}
+
+inline void check_stage(const StageInfo& s, uint32_t i) {
+    const std::string st = "stage " + std::to_string(i) + ": ";
+    if (!valid_bucket_size(s.bucket_size))
+        fail(st + "bucket size " + std::to_string(s.bucket_size) + " is invalid (must be 2, 4 or 8)");
+    if (s.fingerprint_bits < kMinFingerprintBits || s.fingerprint_bits > kMaxFingerprintBits)
+        fail(st + "fingerprint width " + std::to_string(s.fingerprint_bits) + " bits is invalid (must be 4..32)");
+    if (s.bucket_count == 0 || s.bucket_count % kBlockBuckets != 0 || s.bucket_count > kMaxBucketCount)
+        fail(st + "bucket count " + std::to_string(s.bucket_count) +
+             " is invalid (must be a positive multiple of 8, at most 2^32)");
+    // Bounded: bucket_count <= 2^32, b <= 8, f <= 32, so slots <= 2^35 and bits <= 2^40.
+    const uint64_t slots = s.bucket_count * s.bucket_size;
+    const uint64_t expect = PackedTable::data_bytes_for(s.bucket_count, s.bucket_size, s.fingerprint_bits);
+    if (s.table_length != expect)
+        fail(st + "table length " + std::to_string(s.table_length) + " does not match its parameters (" +
+             std::to_string(s.bucket_count) + " buckets x " + std::to_string(s.bucket_size) + " slots x " +
+             std::to_string(s.fingerprint_bits) + " bits = " + std::to_string(expect) + " bytes)");
+    if (s.item_count > slots)
+        fail(st + "item count " + std::to_string(s.item_count) + " exceeds its " + std::to_string(slots) + " slots");
+    if (s.capacity == 0 || s.capacity > slots)
+        fail(st + "capacity " + std::to_string(s.capacity) + " is invalid (must be 1.." + std::to_string(slots) + ")");
+}
+
+// Version 1. `data` has `size` bytes and starts with the magic and a version field of 1.
+inline Header parse_v1(const unsigned char* data, size_t size) {
+    Header h;
+    h.version = 1;
+    if (size < kFixedHeaderBytes)
+        fail("truncated: " + std::to_string(size) + " bytes, shorter than the " + std::to_string(kFixedHeaderBytes) +
+             "-byte fixed header");
+    const uint64_t hlen = get_le32(data + v1::kHeaderLengthAt);
+    const uint64_t min_hlen = header_length_for(1), max_hlen = header_length_for(kMaxStages);
+    if (hlen < min_hlen || hlen > max_hlen || (hlen - kFixedHeaderBytes - kChecksumBytes) % kStageRecordBytes != 0)
+        fail("corrupt header: header length " + std::to_string(hlen) + " is not 72 + 64 x (1.." +
+             std::to_string(kMaxStages) + " stages)");
+    if (size < hlen)
+        fail("truncated: the header is " + std::to_string(hlen) + " bytes, only " + std::to_string(size) +
+             " are present");
+    // Copy the header first: every field below is read from this private copy, so a buffer that
+    // changes meanwhile cannot make the checked and the used values differ.
+    const std::vector<unsigned char> copy(data, data + hlen);
+    const unsigned char* p = copy.data();
+    const uint64_t stored = get_le64(p + hlen - kChecksumBytes);
+    if (xxh64(p, static_cast<size_t>(hlen - kChecksumBytes), kHeaderChecksumSeed) != stored)
+        fail("checksum mismatch in the header: the data is corrupt");
+
+    h.header_length = static_cast<uint32_t>(hlen);
+    h.file_length = get_le64(p + v1::kFileLengthAt);
+    h.flags = get_le32(p + v1::kFlagsAt);
+    h.hash_algorithm = get_le32(p + v1::kHashAt);
+    h.seed = get_le64(p + v1::kSeedAt);
+    h.capacity = get_le64(p + v1::kCapacityAt);
+    h.max_kicks = get_le32(p + v1::kMaxKicksAt);
+    const uint32_t n = get_le32(p + v1::kStageCountAt);
+    if (get_le64(p + v1::kReservedAt) != 0) fail("corrupt header: reserved field is not zero");
+    if (h.flags & ~kKnownFlags)
+        fail("unsupported flags " + std::to_string(h.flags) + " (this build knows bit 0 = growable)");
+    if (h.hash_algorithm != kHashXXH64)
+        fail("unsupported hash algorithm " + std::to_string(h.hash_algorithm) + " (this build knows 1 = XXH64)");
+    if (header_length_for(n) != hlen)
+        fail("corrupt header: " + std::to_string(n) + " stages need a header of " +
+             std::to_string(header_length_for(n)) + " bytes, the header says " + std::to_string(hlen));
+    if (h.max_kicks > kMaxMaxKicks)
+        fail("invalid max_kicks " + std::to_string(h.max_kicks) + " (at most " + std::to_string(kMaxMaxKicks) + ")");
+    if (h.capacity == 0) fail("invalid capacity 0");
+
+    uint64_t end = hlen;  // end of the previous section
+    for (uint32_t i = 0; i < n; ++i) {
+        const unsigned char* r = p + kFixedHeaderBytes + kStageRecordBytes * i;
+        StageInfo s;
+        s.bucket_size = get_le32(r + v1::kBucketSizeAt);
+        s.fingerprint_bits = get_le32(r + v1::kFingerprintBitsAt);
+        s.bucket_count = get_le64(r + v1::kBucketCountAt);
+        s.item_count = get_le64(r + v1::kItemCountAt);
+        s.capacity = get_le64(r + v1::kStageCapacityAt);
+        s.table_offset = get_le64(r + v1::kTableOffsetAt);
+        s.table_length = get_le64(r + v1::kTableLengthAt);
+        s.table_checksum = get_le64(r + v1::kTableChecksumAt);
+        if (get_le64(r + v1::kStageReservedAt) != 0)
+            fail("corrupt header: reserved field of stage " + std::to_string(i) + " is not zero");
+        check_stage(s, i);
+        // Lengths are now bounded (<= 2^37 bytes a table, <= 64 tables): no sum below overflows.
+        const uint64_t offset = next_table_offset(end);
+        if (s.table_offset != offset)
+            fail("corrupt header: stage " + std::to_string(i) + " table offset " + std::to_string(s.table_offset) +
+                 " is not " + std::to_string(offset) + " (the first 64-byte boundary after the previous section)");
+        end = end_after_table(s.table_offset, s.table_length);
+        h.stages.push_back(s);
+    }
+    if (h.file_length != end)
+        fail("corrupt header: the file length field says " + std::to_string(h.file_length) +
+             " bytes, the layout needs " + std::to_string(end));
+    for (uint32_t i = 0; i < n; ++i) {
+        const StageInfo& s = h.stages[i];
+        if (size < s.table_offset + s.table_length)
+            fail("truncated: the header says stage " + std::to_string(i) + " has " + std::to_string(s.table_length) +
+                 " bytes of table at offset " + std::to_string(s.table_offset) + ", " +
+                 std::to_string(size > s.table_offset ? size - s.table_offset : 0) + " present");
+    }
+    if (size < h.file_length)
+        fail("truncated: the header says " + std::to_string(h.file_length) + " bytes, " + std::to_string(size) +
+             " present (the padding after the last table is missing)");
+    if (size > h.file_length)
+        fail("trailing data: the header says " + std::to_string(h.file_length) + " bytes, " + std::to_string(size) +
+             " present");
+
+    // Gaps: between the header and the first table, and after each table. All small.
+    uint64_t at = hlen;
+    for (const StageInfo& s : h.stages) {
+        check_zero(data, at, s.table_offset, "padding before a table");
+        at = end_after_table(s.table_offset, s.table_length);
+        check_zero(data, s.table_offset + s.table_length, at, "padding after a table");
+    }
+    // Parameters that only make sense together.
+    const bool growable = (h.flags & kFlagGrowable) != 0;
+    if (!growable && n != 1)
+        fail("corrupt header: a filter that is not growable has 1 stage, the header says " + std::to_string(n));
+    if (h.capacity != h.stages[0].capacity)
+        fail("corrupt header: capacity " + std::to_string(h.capacity) + " differs from the stage's " +
+             std::to_string(h.stages[0].capacity));
+    return h;
+}
+
+}  // namespace detail
+
+// Parses and validates the header of serialized data of `size` bytes: magic, version, header
+// checksum, every parameter, the layout against `size` (exact length) and the zero padding. Reads
+// only the header and the gap bytes, never a table. Version dispatch happens here.
+inline Header parse_header(const unsigned char* data, size_t size) {
+    if (size == 0) fail("truncated: no data (0 bytes)");
+    const size_t n = size < sizeof kMagic ? size : sizeof kMagic;
+    if (std::memcmp(data, kMagic, n) != 0)
+        fail("bad magic: not a serialized cuckoo filter (it starts with " + hex_prefix(data, n) +
+             ", expected 43 55 43 4b 4f 4f 46 00 = \"CUCKOOF\\0\")");
+    if (size < v1::kVersionAt + 4)
+        fail("truncated: " + std::to_string(size) + " bytes, too short to hold a format version");
+    const uint32_t version = get_le32(data + v1::kVersionAt);
+    switch (version) {
+        case 1: return detail::parse_v1(data, size);
+        // A new version adds a case here and keeps every earlier one.
+        default:
+            fail("unsupported format version " + std::to_string(version) + " (this build reads " +
+                 (kVersion == 1 ? std::string("1") : "1.." + std::to_string(kVersion)) + ")");
+    }
+}
+
+// Non-zero slots of a packed table, in one sequential sweep: each step reads the L = 64 / f
+// whole slots that follow (an unaligned 8-byte load plus one byte, like the table's own loads) and
+// flags their zero lanes with the SWAR zero-lane test. The flags are summed lane-wise in a word
+// (no popcount instruction needed) and folded every 2^min(f, 8) - 1 steps, before a lane could
+// overflow. Several times faster than asking every bucket (Filter::count_occupied), which matters
+// when verifying a table of a gigabyte.
+inline uint64_t count_nonzero_slots(const PackedTable& t) {
+    const unsigned f = t.fingerprint_bits();
+    const unsigned lanes = 64 / f;
+    uint64_t ones = 0;
+    for (unsigned l = 0; l < lanes; ++l) ones |= uint64_t(1) << (l * f);
+    const uint64_t high = ones << (f - 1);
+    const uint64_t low = ones * ((uint64_t(1) << (f - 1)) - 1);
+    const uint64_t mask = lanes * f >= 64 ? ~uint64_t(0) : (uint64_t(1) << (lanes * f)) - 1;
+    const uint64_t lane_mask = (uint64_t(1) << f) - 1;
+    const uint64_t fold_every = (uint64_t(1) << (f < 8 ? f : 8)) - 1;
+    const unsigned char* data = t.data();
+    const uint64_t slots = t.slot_count();
+    const uint64_t steps = slots / lanes;
+    uint64_t zero = 0;
+    uint64_t bit = 0;
+    for (uint64_t step = 0; step < steps;) {
+        const uint64_t stop = steps - step < fold_every ? steps : step + fold_every;
+        uint64_t acc = 0;
+        for (; step < stop; ++step, bit += lanes * f) {
+            const unsigned char* p = data + (bit >> 3);
+            const unsigned sh = bit & 7;
+            // Reads at most 9 bytes from the first slot's byte: within the table's padding.
+            const uint64_t x = ((load_le64(p) >> sh) | ((uint64_t(p[8]) << 1) << (63 - sh))) & mask;
+            acc += (~(((x & low) + low) | x | low) & high) >> (f - 1);
+        }
+        for (unsigned l = 0; l < lanes; ++l) zero += (acc >> (l * f)) & lane_mask;
+    }
+    const uint64_t full = steps * lanes;
+    uint64_t nonzero = full - zero;
+    for (uint64_t k = full; k < slots; ++k)
+        nonzero += t.get(k / t.bucket_size(), static_cast<unsigned>(k % t.bucket_size())) != 0;
+    return nonzero;
+}
+
+// Whether stage `s` of a verified header matches its table: checksum and item count.
+inline void verify_table(const Filter& f, const StageInfo& s, uint32_t i) {
+    if (xxh64(f.table().data(), static_cast<size_t>(s.table_length), kTableChecksumSeed) != s.table_checksum)
+        fail("checksum mismatch in the table of stage " + std::to_string(i) + ": the data is corrupt");
+    const uint64_t occupied = count_nonzero_slots(f.table());
+    if (occupied != s.item_count)
+        fail("inconsistent data: the header says " + std::to_string(s.item_count) + " items, the table holds " +
+             std::to_string(occupied));
+}
+
+namespace detail {
+inline Filter build(const Header& h, PackedTable table, const StageInfo& s) {
+    try {
+        return Filter::from_parts(std::move(table), h.max_kicks, h.seed, s.capacity, s.item_count);
+    } catch (const std::invalid_argument& e) {  // unreachable after parse_header: kept as a guard
+        fail(std::string("invalid parameters: ") + e.what());
+    }
+}
+}  // namespace detail
+
+// A filter with its own copy of every table. Each table is verified (checksum and item count)
+// always; the check runs on the copy, so the source may change meanwhile without harm.
+inline StagedFilter from_bytes(const unsigned char* data, size_t size) {
+    const Header h = parse_header(data, size);
+    std::vector<Filter> stages;
+    for (uint32_t i = 0; i < h.stages.size(); ++i) {
+        const StageInfo& s = h.stages[i];
+        PackedTable table(s.bucket_count, s.bucket_size, s.fingerprint_bits);
+        std::memcpy(table.mutable_data(), data + s.table_offset, static_cast<size_t>(s.table_length));
+        stages.push_back(detail::build(h, std::move(table), s));
+        verify_table(stages.back(), s, i);
+    }
+    return StagedFilter(std::move(stages), (h.flags & kFlagGrowable) != 0);
+}
+
+// A read-only filter whose tables are views of data[table_offset, ...): nothing is copied, and
+// `data` must outlive the filter (and every filter sharing its tables). With verify = false only
+// the header and the padding are read (O(1) pages of a mapped file); with verify = true the table
+// checksums and item counts are checked too (reads every table).
+inline StagedFilter view_bytes(const unsigned char* data, size_t size, bool verify) {
+    const Header h = parse_header(data, size);
+    std::vector<Filter> stages;
+    for (uint32_t i = 0; i < h.stages.size(); ++i) {
+        const StageInfo& s = h.stages[i];
+        // parse_header guarantees table_offset + table_length + kTablePadding <= size.
+        PackedTable table = PackedTable::view(s.bucket_count, s.bucket_size, s.fingerprint_bits, data + s.table_offset,
+                                              static_cast<size_t>(s.table_length + kTablePadding));
+        stages.push_back(detail::build(h, std::move(table), s));
+        if (verify) verify_table(stages.back(), s, i);
+    }
+    return StagedFilter(std::move(stages), (h.flags & kFlagGrowable) != 0);
+}
+
+}  // namespace format
+}  // namespace cuckoo

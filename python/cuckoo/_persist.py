@@ -1,0 +1,148 @@
+"""Saving, loading and pickling filters (the format is specified in docs/format.md).
+
+Installed onto :class:`cuckoo.Filter` by ``install``: ``Filter.save(path)``,
+``Filter.load(path, mmap=False, *, verify=False)`` and ``__reduce__`` (pickle). The bytes
+themselves come from the compiled core (``Filter.to_bytes`` / ``Filter.from_bytes``).
+"""
+
+from __future__ import annotations
+
+import mmap as _mmap
+import os
+import secrets
+import stat
+from typing import Any, Callable, Tuple, Union
+
+from . import _core
+
+PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
+
+
+def _restore(data: bytes) -> Any:
+    """Pickle's reconstructor: a filter from ``Filter.to_bytes()`` output."""
+    return _core.Filter.from_bytes(data)
+
+
+def _reduce(self: Any) -> Tuple[Callable[[bytes], Any], Tuple[bytes]]:
+    # The same bytes as to_bytes: pickles are portable and checked like files. The reconstructor
+    # is looked up by name, so a pickle only needs `cuckoo` importable where it is loaded.
+    return (_restore, (self.to_bytes(),))
+
+
+def _temp_path(path: str) -> str:
+    directory, name = os.path.split(path)
+    return os.path.join(directory, f".{name}.{secrets.token_hex(6)}.tmp")
+
+
+def _fsync_directory(directory: str) -> None:
+    # Makes the rename itself durable. POSIX only: Windows cannot open a directory this way, and
+    # some file systems refuse fsync on directories; both are harmless to skip.
+    if os.name != "posix":  # pragma: no cover
+        return
+    try:
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:  # pragma: no cover
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)
+
+
+def save(self: Any, path: PathLike) -> None:
+    """Write the filter to ``path`` atomically.
+
+    The bytes (``to_bytes()``, streamed from the table without a second copy in memory) go to a
+    temporary file in the same directory, which is flushed to disk (fsync) and then renamed over
+    ``path`` (``os.replace``); the directory is fsynced too where the OS allows it. Readers see the
+    old file or the new one, never a partial one, also after a crash. An existing file's
+    permission bits are kept; a new file gets the usual ones (0o666 minus the umask).
+    """
+    path = os.fsdecode(os.fspath(path))
+    tmp = _temp_path(path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(tmp, flags, 0o666)
+    try:
+        try:
+            try:
+                mode = stat.S_IMODE(os.stat(path).st_mode)
+            except FileNotFoundError:
+                pass
+            else:
+                if hasattr(os, "fchmod"):
+                    os.fchmod(fd, mode)
+            self._write_fd(fd)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:  # pragma: no cover
+            pass
+        raise
+    _fsync_directory(os.path.dirname(os.path.abspath(path)))
+
+
+def load(cls: Any, path: PathLike, mmap: bool = False, *, verify: bool = False) -> Any:
+    """Read a filter written by ``save`` (or ``to_bytes``) from ``path``.
+
+    ``mmap=False`` (default): the table is copied into memory and every byte is verified (header
+    checksum, table checksum, item count); the result is an ordinary, writable filter.
+
+    ``mmap=True``: the file is memory-mapped read-only and the table is used in place. Only the
+    header is read and checked, so this takes about the same time for 1 KiB and 1 GiB, and pages
+    of the table are read from disk as lookups touch them. Writes raise ``cuckoo.ReadOnlyError``;
+    ``copy()`` gives a writable in-memory filter. ``verify=True`` also checks the table checksum
+    and item count, which reads the whole file. Keep the file unchanged while the filter is
+    alive: ``save()`` over it is safe (it replaces the file, the mapping keeps the old one), but
+    truncating it in place makes lookups crash (SIGBUS), as with any memory-mapped file.
+    """
+    if not isinstance(mmap, bool):
+        raise TypeError(f"mmap must be a bool, not {type(mmap).__name__}")
+    if not isinstance(verify, bool):
+        raise TypeError(f"verify must be a bool, not {type(verify).__name__}")
+    with open(os.fspath(path), "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        try:
+            mapped = _mmap.mmap(fh.fileno(), 0, access=_mmap.ACCESS_READ) if size > 0 else None
+        except (OSError, ValueError):  # not mappable (a pipe, a special file): read it instead
+            mapped = None
+        if mapped is None:
+            data = fh.read()
+            # Without a mapping, mmap=True still gives what it promises: a read-only filter.
+            return _core.Filter._from_view(data, verify) if mmap else _core.Filter.from_bytes(data)  # type: ignore[no-any-return]
+    if mmap:
+        if verify:
+            _advise(mapped, "MADV_SEQUENTIAL")
+        try:
+            f = _core.Filter._from_view(mapped, verify)
+        except BaseException:
+            mapped.close()
+            raise
+        # Lookups touch random pages: no readahead of pages no lookup needs.
+        _advise(mapped, "MADV_RANDOM")
+        return f  # type: ignore[no-any-return]
+    try:
+        _advise(mapped, "MADV_SEQUENTIAL")
+        return _core.Filter.from_bytes(mapped)  # type: ignore[no-any-return]
+    finally:
+        mapped.close()
+
+
+def _advise(mapped: _mmap.mmap, name: str) -> None:
+    advice = getattr(_mmap, name, None)
+    if advice is not None and hasattr(mapped, "madvise"):
+        try:
+            mapped.madvise(advice)
+        except OSError:  # pragma: no cover - advisory only
+            pass
+
+
+def install(cls: type) -> None:
+    cls.save = save  # type: ignore[attr-defined]
+    cls.load = classmethod(load)  # type: ignore[attr-defined]
+    cls.__reduce__ = _reduce  # type: ignore[assignment, method-assign]

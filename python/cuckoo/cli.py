@@ -1,0 +1,997 @@
+"""The ``cuckoo`` command line: streaming dedup, build, query, info and a demo.
+
+    cuckoo dedup big.txt > unique.txt      first occurrence of each line, in order
+    cuckoo build keys.txt -o keys.cuckoo   a filter of the lines of keys.txt
+    cuckoo query keys.cuckoo < in.txt      lines that may be in keys.txt
+    cuckoo info keys.cuckoo                parameters, load, memory, expected FPR
+    cuckoo demo                            a one-minute tour on generated data
+
+Lines are bytes: nothing is decoded, so any encoding (or none) works. A line ends at ``\\n``;
+its key is the line without that ``\\n`` and without one ``\\r`` just before it, so ``a\\r\\n``
+and ``a\\n`` are the same key (what ``b"a" in f`` tests in Python). Output lines are written
+back exactly as read. A last line without a newline is a line; empty lines are keys too.
+
+Input is read in blocks (2 MiB by default). Each block is split into lines with NumPy, the keys
+go to the filter in one bulk call per block (as fixed-width NumPy ``S`` arrays, grouped by
+length), and the kept lines are written with one copy per block: no Python loop per line.
+
+Exit codes: 0 success, 1 usage error (bad option, unreadable input file), 2 a filter file that
+cannot be read or written (one line on stderr), 3 the filter is full (fixed capacity).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import math
+import os
+import signal
+import stat
+import sys
+import time
+from typing import IO, Any, Callable, Iterator, List, NoReturn, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+import cuckoo
+from cuckoo import Filter, FilterFullError
+
+EXIT_OK = 0
+EXIT_USAGE = 1
+EXIT_FILTER_FILE = 2
+EXIT_FULL = 3
+
+DEFAULT_BLOCK = 2 << 20
+DEDUP_FPR = 1e-4
+BUILD_FPR = 1e-3
+# Capacity for input whose size cannot be known in advance (a pipe longer than one block) when
+# the filter cannot grow: about 85 MiB of table at the default dedup FPR.
+STDIN_CAPACITY = 50_000_000
+MIN_CAPACITY = 1024
+# Initial capacity of a growable filter for input of unknown size.
+GROWABLE_START = 1 << 20
+# Keys longer than this, and keys ending in a NUL byte (which NumPy 'S' arrays cannot hold),
+# go to the filter as a list of bytes objects instead of an 'S' array.
+MAX_S_WIDTH = 4096
+# A key length shared by at least this many lines of a block gets its own exact-width array.
+MIN_EXACT_GROUP = 32
+
+
+class CliError(Exception):
+    """An error reported as one line on stderr, with an exit code."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    if isinstance(exc, OSError) and exc.strerror:
+        text = exc.strerror
+    return " ".join(text.split())
+
+
+# ---- lines -----------------------------------------------------------------------------------
+
+
+class Lines:
+    """One block of complete lines: ``buf`` (a NumPy view of the bytes) holds whole lines, each
+    ending with ``\\n`` at ``ends[k]``; ``klen[k]`` is the key length (line without ``\\n`` and
+    one ``\\r``). ``virtual`` says the last ``\\n`` was added to an unterminated last line."""
+
+    __slots__ = ("data", "buf", "starts", "ends", "klen", "virtual")
+
+    def __init__(self, data: bytes, size: int, virtual: bool = False) -> None:
+        self.data = data
+        self.buf = np.frombuffer(data, dtype=np.uint8, count=size)
+        buf = self.buf
+        self.ends = np.flatnonzero(buf == 10)
+        starts = np.empty_like(self.ends)
+        if len(starts):
+            starts[0] = 0
+            starts[1:] = self.ends[:-1] + 1
+        self.starts = starts
+        klen = self.ends - starts
+        if data.find(b"\r", 0, size) >= 0:  # memchr: skips the pass when there is no '\r'
+            # buf[end - 1] is the previous line's '\n' (or, at index -1, the block's last '\n')
+            # when the line is empty, so an empty line never loses a byte here.
+            klen -= buf[self.ends - 1] == 13
+        self.klen = klen
+        self.virtual = virtual
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+    def key_groups(self) -> List[Tuple[Optional[np.ndarray], Union[np.ndarray, List[bytes]]]]:
+        """The keys as (line indices, or None for all lines in order, keys) groups.
+
+        Keys of different lengths never match, so splitting by length keeps all that matters of
+        the order (the first occurrence of each key). Lengths shared by many lines of the block
+        get an exact-width 'S' array each (a gather of whole rows, nothing to pad); the other
+        lines go to 'S' arrays per power-of-two width class, zero-padded after each key. Keys
+        NumPy cannot hold (a trailing NUL byte, or longer than MAX_S_WIDTH) go as a list."""
+        n = len(self)
+        if n == 0:
+            return []
+        klen = self.klen
+        buf = self.buf
+        groups: List[Tuple[Optional[np.ndarray], Union[np.ndarray, List[bytes]]]] = []
+        normal: Optional[np.ndarray] = None
+        special = None
+        if int(klen.max()) > MAX_S_WIDTH or self.data.find(b"\0", 0, len(buf)) >= 0:
+            special = klen > MAX_S_WIDTH
+            special |= (klen > 0) & (buf[np.maximum(self.starts + klen - 1, 0)] == 0)
+        if special is not None and special.any():
+            idx = np.flatnonzero(special)
+            data = self.data
+            starts = self.starts[idx].tolist()
+            lens = klen[idx].tolist()
+            groups.append((idx, [data[s : s + k] for s, k in zip(starts, lens)]))
+            normal = np.flatnonzero(~special)
+            if len(normal) == 0:
+                return groups
+            klen = klen[normal]
+        counts = np.bincount(klen)
+        frequent = counts >= MIN_EXACT_GROUP
+        lengths = np.flatnonzero(frequent)
+        if len(lengths) == 1 and normal is None and counts[lengths[0]] == n:
+            return [(None, self._exact(self.starts, int(lengths[0])))]
+        order = np.argsort(klen.astype(np.uint16), kind="stable")  # radix sort: O(n)
+        bounds = np.zeros(len(counts) + 1, dtype=np.int64)
+        np.cumsum(counts, out=bounds[1:])
+        for length in lengths.tolist():
+            idx = order[bounds[length] : bounds[length + 1]]
+            if normal is not None:
+                idx = normal[idx]
+            groups.append((idx, self._exact(self.starts[idx], length)))
+        if len(lengths) < len(np.flatnonzero(counts)):
+            rare = np.flatnonzero(~frequent[klen])
+            if normal is not None:
+                rare = normal[rare]
+            groups.extend(self._padded_groups(rare))
+        return groups
+
+    def _exact(self, starts: np.ndarray, length: int) -> np.ndarray:
+        """Keys of exactly `length` bytes starting at `starts`, as an 'S<length>' array."""
+        if length == 0:
+            return np.zeros(len(starts), dtype="S1")  # NUL padding only: every key is b""
+        rows = np.lib.stride_tricks.sliding_window_view(self.buf, length)[starts]  # copies the keys
+        return rows.view(f"S{length}").ravel()
+
+    def _padded_groups(self, idx: np.ndarray) -> List[Tuple[Optional[np.ndarray], np.ndarray]]:
+        """'S' arrays per power-of-two width class of the lines `idx`."""
+        klen = self.klen[idx]
+        cls = np.frexp(klen.astype(np.float64))[1]  # 2**(c-1) <= len < 2**c (0 for len 0)
+        out: List[Tuple[Optional[np.ndarray], np.ndarray]] = []
+        for c in np.flatnonzero(np.bincount(cls)).tolist():
+            sel = np.flatnonzero(cls == c)
+            lens = klen[sel]
+            out.append((idx[sel], self._padded(self.starts[idx[sel]], lens, int(lens.max()))))
+        return out
+
+    def _padded(self, starts: np.ndarray, klen: np.ndarray, w: int) -> np.ndarray:
+        """Keys starting at `starts` of lengths `klen` as an 'S<w>' array, zero-padded."""
+        w = max(w, 1)
+        n_bytes = len(self.buf)
+        padded = np.zeros(n_bytes + w, dtype=np.uint8)
+        padded[:n_bytes] = self.buf
+        rows = np.lib.stride_tricks.sliding_window_view(padded, w)[starts]  # copies n x w bytes
+        kmin = int(klen.min())
+        if w - kmin <= 8:
+            for j in range(kmin, w):
+                rows[klen <= j, j] = 0
+        else:
+            np.multiply(rows, np.arange(w)[None, :] < klen[:, None], out=rows)
+        return rows.view(f"S{w}").ravel()
+
+    def apply(self, method: Callable[[Any], Any], dtype: Any) -> np.ndarray:
+        """Calls a bulk filter method on the keys; returns its per-line results in line order."""
+        groups = self.key_groups()
+        if len(groups) == 1 and groups[0][0] is None:
+            return np.asarray(method(groups[0][1]))
+        out = np.zeros(len(self), dtype=dtype)
+        for idx, keys in groups:
+            out[idx] = method(keys)
+        return out
+
+    def full_lengths(self) -> np.ndarray:
+        return self.ends - self.starts + 1
+
+    def select(self, mask: np.ndarray, final: bool) -> bytes:
+        """The bytes of the lines where `mask` is True, exactly as read. An added ``\\n`` is kept
+        only when more input follows (`final` False)."""
+        n = len(self)
+        kept = int(np.count_nonzero(mask))
+        if kept == 0:
+            return b""
+        if kept == n:
+            out: Any = memoryview(self.data)[: len(self.buf)]
+        else:
+            out = self.buf[np.repeat(mask, self.full_lengths())].tobytes()
+        if self.virtual and final and mask[-1]:
+            out = out[:-1]
+        return out
+
+    def with_prefix(self, values: np.ndarray, final: bool) -> bytes:
+        """Every line prefixed with ``<value>\\t`` (values are small non-negative ints)."""
+        n = len(self)
+        if n == 0:
+            return b""
+        values = np.asarray(values, dtype=np.int64)
+        top = int(values.max())
+        texts = [b"%d\t" % v for v in range(top + 1)]
+        width = max(len(t) for t in texts)
+        table = np.zeros((top + 1, width), dtype=np.uint8)
+        for v, t in enumerate(texts):
+            table[v, : len(t)] = np.frombuffer(t, dtype=np.uint8)
+        tlen = np.array([len(t) for t in texts], dtype=np.int64)
+        plen = tlen[values]
+        full = self.full_lengths()
+        out_len = plen + full
+        out_start = np.cumsum(out_len) - out_len
+        out = np.empty(int(out_len.sum()), dtype=np.uint8)
+        shift = np.repeat(out_start + plen - self.starts, full)
+        out[np.arange(len(self.buf)) + shift] = self.buf
+        for j in range(width):
+            sel = np.flatnonzero(plen > j)
+            out[out_start[sel] + j] = table[values[sel], j]
+        data = out.tobytes()
+        if self.virtual and final:
+            data = data[:-1]
+        return data
+
+
+class Source:
+    """One input: a file name or '-' for stdin. Can hand back bytes read ahead of time."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.is_stdin = name == "-"
+        self.stream: Optional[IO[bytes]] = None
+        self.pushed: List[bytes] = []
+        self.eof = False
+
+    def open(self) -> IO[bytes]:
+        if self.stream is None:
+            if self.is_stdin:
+                self.stream = sys.stdin.buffer
+            else:
+                try:
+                    self.stream = open(self.name, "rb")
+                except OSError as exc:
+                    raise CliError(f"cuckoo: cannot open input '{self.name}': {_one_line(exc)}", EXIT_USAGE) from None
+        return self.stream
+
+    def read(self, size: int) -> bytes:
+        if self.pushed:
+            return self.pushed.pop(0)
+        if self.eof:
+            return b""
+        try:
+            chunk = self.open().read(size)
+        except OSError as exc:
+            raise CliError(f"cuckoo: cannot read input '{self.name}': {_one_line(exc)}", EXIT_USAGE) from None
+        if not chunk:
+            self.eof = True
+        return chunk
+
+    def regular_size(self) -> Optional[int]:
+        """Size in bytes if this is a regular file, else None."""
+        try:
+            st = os.stat(self.name) if not self.is_stdin else os.fstat(sys.stdin.fileno())
+        except (OSError, ValueError, io.UnsupportedOperation):
+            return None
+        return st.st_size if stat.S_ISREG(st.st_mode) else None
+
+    def close(self) -> None:
+        if self.stream is not None and not self.is_stdin:
+            self.stream.close()
+
+
+def read_lines(source: Source, block: int) -> Iterator[Lines]:
+    """Blocks of whole lines from one source; an unterminated last line gets a virtual ``\\n``."""
+    pending: List[bytes] = []
+    while True:
+        chunk = source.read(block)
+        if not chunk:
+            break
+        idx = chunk.rfind(b"\n")
+        if idx < 0:
+            pending.append(chunk)  # a line longer than a block: join once its end is found
+            continue
+        if pending:
+            pending.append(chunk)
+            data = b"".join(pending)  # one copy: the carried-over tail and the new chunk
+            idx += len(data) - len(chunk)
+            pending = []
+        else:
+            data = chunk
+        yield Lines(data, idx + 1)
+        if idx + 1 < len(data):
+            pending.append(data[idx + 1 :])
+    if pending:
+        data = b"".join(pending) + b"\n"
+        yield Lines(data, len(data), virtual=True)
+
+
+def sources_of(names: Sequence[str]) -> List[Source]:
+    return [Source(n) for n in (names or ["-"])]
+
+
+def iter_blocks(sources: List[Source], block: int) -> Iterator[Tuple[Lines, bool]]:
+    """(lines, is_last_input) over all sources in order."""
+    for i, src in enumerate(sources):
+        try:
+            for lines in read_lines(src, block):
+                yield lines, i == len(sources) - 1
+        finally:
+            src.close()
+
+
+# ---- sizing and filters ----------------------------------------------------------------------
+
+
+def estimate_lines(sources: List[Source], block: int) -> Tuple[int, bool]:
+    """An upper estimate of the number of lines, and whether it is an estimate at all (False when
+    a source is a pipe longer than one block)."""
+    total = 0.0
+    known = True
+    for src in sources:
+        size = src.regular_size()
+        if size is not None and not src.is_stdin:
+            total += size / _mean_line_length(src.name, size)
+            continue
+        # stdin or a pipe: read one block ahead; if that was all of it, count exactly; if it is
+        # a regular file (`< big.txt`), scale by its size; else the size is unknown.
+        chunk = src.read(block)
+        if chunk:
+            rest = src.read(block)
+            src.pushed.extend(piece for piece in (chunk, rest) if piece)
+            if rest:
+                if size is not None:
+                    total += size / max(len(chunk) / max(chunk.count(b"\n"), 1), 1.0)
+                else:
+                    known = False
+                continue
+        total += chunk.count(b"\n") + 1
+    return int(math.ceil(total)), known
+
+
+def _mean_line_length(path: str, size: int) -> float:
+    """Mean line length (bytes per newline) from up to four 64 KiB windows of a regular file."""
+    if size == 0:
+        return 1.0
+    window = 1 << 16
+    offsets = sorted({int(size * k / 4) for k in range(4)}) if size > 4 * window else [0]
+    nbytes = newlines = 0
+    try:
+        with open(path, "rb") as fh:
+            for off in offsets:
+                fh.seek(off)
+                piece = fh.read(window if size > 4 * window else size)
+                nbytes += len(piece)
+                newlines += piece.count(b"\n")
+    except OSError as exc:
+        raise CliError(f"cuckoo: cannot read input '{path}': {_one_line(exc)}", EXIT_USAGE) from None
+    return max(nbytes / max(newlines, 1), 1.0)
+
+
+def new_filter(capacity: int, fpr: float, growable: bool) -> Tuple[Filter, bool]:
+    """A filter of `capacity` keys; a growable one when asked and this build supports it."""
+    if growable:
+        try:
+            return Filter(capacity, fpr, growable=True), True  # type: ignore[call-arg]
+        except TypeError:
+            pass  # this build has no growable filters
+    return Filter(capacity, fpr), False
+
+
+def load_filter(path: str, writable: bool = False) -> Filter:
+    """Filter.load(path), with every failure turned into a one-line exit-2 error."""
+    prefix = f"cuckoo: cannot read filter file '{path}'"
+    if not os.path.exists(path):
+        raise CliError(f"{prefix}: No such file or directory", EXIT_FILTER_FILE)
+    load = getattr(Filter, "load", None)
+    if load is None:
+        raise CliError(f"{prefix}: this build of cuckoo has no Filter.load", EXIT_FILTER_FILE)
+    try:
+        f = load(path)
+    except (OSError, cuckoo.CuckooError, ValueError, TypeError, EOFError, MemoryError, OverflowError) as exc:
+        raise CliError(f"{prefix}: {_one_line(exc)}", EXIT_FILTER_FILE) from None
+    if not isinstance(f, Filter):
+        raise CliError(f"{prefix}: not a cuckoo filter", EXIT_FILTER_FILE)
+    if writable and getattr(f, "read_only", False):
+        f = f.copy()
+    return f
+
+
+def check_can_save(path: str) -> None:
+    if not hasattr(Filter, "save"):
+        raise CliError(f"cuckoo: cannot write filter file '{path}': this build of cuckoo has no Filter.save",
+                       EXIT_FILTER_FILE)
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise CliError(f"cuckoo: cannot write filter file '{path}': no directory {parent}", EXIT_FILTER_FILE)
+
+
+def save_filter(f: Filter, path: str) -> None:
+    try:
+        f.save(path)  # type: ignore[attr-defined]
+    except (OSError, cuckoo.CuckooError, ValueError) as exc:
+        raise CliError(f"cuckoo: cannot write filter file '{path}': {_one_line(exc)}", EXIT_FILTER_FILE) from None
+
+
+def full_error(f: Filter, lines_done: int, stdin: bool) -> CliError:
+    hint = ("the input size is unknown on stdin: give --capacity N (N >= the number of distinct lines)"
+            if stdin else "give a larger --capacity")
+    return CliError(
+        f"cuckoo: the filter is full ({len(f):,} keys, capacity {f.capacity:,}, load {f.load_factor:.1%}) "
+        f"after {lines_done:,} input lines; output covers those lines only; {hint}",
+        EXIT_FULL,
+    )
+
+
+# ---- progress and reports --------------------------------------------------------------------
+
+
+def _si(x: float) -> str:
+    for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(x) >= scale:
+            return f"{x / scale:.1f}{unit}"
+    return f"{x:.0f}"
+
+
+def _small(x: float) -> str:
+    return f"{x:.3g}" if x >= 0.001 else "< 0.001"
+
+
+def _bytes(n: float) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n:.0f} B"
+
+
+class Progress:
+    """A one-line, self-overwriting progress counter on stderr (lines, lines/s, bytes)."""
+
+    def __init__(self, enabled: bool, label: str) -> None:
+        self.enabled = enabled
+        self.label = label
+        self.start = time.perf_counter()
+        self.last = 0.0
+        self.shown = False
+
+    def update(self, lines: int, nbytes: int) -> None:
+        if not self.enabled:
+            return
+        now = time.perf_counter()
+        if now - self.last < 0.25:
+            return
+        self.last = now
+        dt = max(now - self.start, 1e-9)
+        sys.stderr.write(f"\r{self.label}: {lines:,} lines, {_bytes(nbytes)}, {_si(lines / dt)} lines/s   ")
+        sys.stderr.flush()
+        self.shown = True
+
+    def done(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r" + " " * 78 + "\r")
+            sys.stderr.flush()
+
+
+def _progress_enabled(args: argparse.Namespace) -> bool:
+    if getattr(args, "quiet", False):
+        return False
+    if getattr(args, "progress", False):
+        return True
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _note(args: argparse.Namespace, text: str) -> None:
+    if not getattr(args, "quiet", False):
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+
+
+class Output:
+    """stdout or -o FILE, written in whole blocks."""
+
+    def __init__(self, path: Optional[str], inputs: List[Source]) -> None:
+        self.path = path
+        if path is None or path == "-":
+            self.fh: IO[bytes] = sys.stdout.buffer
+            self.owned = False
+            return
+        for src in inputs:
+            if not src.is_stdin and os.path.exists(src.name) and os.path.exists(path) and os.path.samefile(src.name, path):
+                raise CliError(f"cuckoo: output '{path}' is also an input: refusing to overwrite it", EXIT_USAGE)
+        try:
+            self.fh = open(path, "wb")
+        except OSError as exc:
+            raise CliError(f"cuckoo: cannot write output '{path}': {_one_line(exc)}", EXIT_USAGE) from None
+        self.owned = True
+
+    def write(self, data: bytes) -> None:
+        if data:
+            self.fh.write(data)
+
+    def close(self) -> None:
+        if self.owned:
+            self.fh.close()
+        else:
+            self.fh.flush()
+
+
+# ---- subcommands -----------------------------------------------------------------------------
+
+
+def _auto_filter(args: argparse.Namespace, sources: List[Source], fpr: float) -> Tuple[Filter, bool, str]:
+    """The filter for dedup/build: loaded, fixed (--capacity) or automatic."""
+    if getattr(args, "filter", None):
+        f = load_filter(args.filter, writable=True)
+        return f, False, f"loaded from {args.filter}"
+    if args.capacity is not None:
+        return Filter(args.capacity, fpr), False, f"capacity {args.capacity:,} (fixed)"
+    estimate, known = estimate_lines(sources, args.block_size)
+    capacity = max(int(estimate * 1.2) + 16, MIN_CAPACITY) if known else GROWABLE_START
+    f, growable = new_filter(capacity, fpr, growable=True)
+    if growable:
+        return f, True, f"growable, initial capacity {capacity:,}"
+    if not known:
+        capacity = STDIN_CAPACITY
+        f = Filter(capacity, fpr)
+    how = "estimated from the input" if known else "default for input of unknown size"
+    return f, False, f"capacity {capacity:,} ({how})"
+
+
+def cmd_dedup(args: argparse.Namespace) -> int:
+    sources = sources_of(args.files)
+    if args.save:
+        check_can_save(args.save)
+    if args.filter and (args.capacity is not None or args.fpr is not None):
+        raise CliError("cuckoo dedup: --filter takes the loaded filter's parameters: drop --capacity/--fpr", EXIT_USAGE)
+    fpr = args.fpr if args.fpr is not None else DEDUP_FPR
+    f, growable, how = _auto_filter(args, sources, fpr)
+    out = Output(args.output, sources)
+    progress = Progress(_progress_enabled(args), "dedup")
+    read = written = nbytes = 0
+    expected_false = 0.0
+    start = time.perf_counter()
+    fpr_before = f.expected_fpr
+    try:
+        for lines, last_input in iter_blocks(sources, args.block_size):
+            try:
+                mask = lines.apply(f.add_unique_many, bool)
+            except FilterFullError:
+                raise full_error(f, read, any(s.is_stdin or s.regular_size() is None for s in sources)) from None
+            kept = int(np.count_nonzero(mask))
+            fpr_after = f.expected_fpr
+            expected_false += kept * 0.5 * (fpr_before + fpr_after)
+            fpr_before = fpr_after
+            out.write(lines.select(mask, final=last_input))
+            read += len(lines)
+            written += kept
+            nbytes += len(lines.buf) - (1 if lines.virtual else 0)
+            progress.update(read, nbytes)
+    finally:
+        progress.done()
+        out.close()
+    elapsed = time.perf_counter() - start
+    if args.save:
+        save_filter(f, args.save)
+    _note(args, f"cuckoo dedup: {read:,} lines read, {written:,} written, {read - written:,} dropped "
+                f"in {elapsed:.2f} s ({_si(read / max(elapsed, 1e-9))} lines/s)")
+    _note(args, f"cuckoo dedup: expected unique lines wrongly dropped: {_small(expected_false)} "
+                f"(filter: {how}, {len(f):,} keys, {_bytes(f.nbytes)}, {f.fingerprint_bits}-bit fingerprints, "
+                f"FPR now {f.expected_fpr:.2g})" + (f"; saved to {args.save}" if args.save else ""))
+    return EXIT_OK
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    sources = sources_of(args.files)
+    check_can_save(args.output)
+    fpr = args.fpr if args.fpr is not None else BUILD_FPR
+    f, _, how = _auto_filter(args, sources, fpr)
+    progress = Progress(_progress_enabled(args), "build")
+    read = added = nbytes = 0
+    try:
+        for lines, _last in iter_blocks(sources, args.block_size):
+            try:
+                if args.multiset:
+                    for _idx, keys in lines.key_groups():
+                        added += int(f.add_many(keys))
+                else:
+                    added += int(np.count_nonzero(lines.apply(f.add_unique_many, bool)))
+            except FilterFullError:
+                raise full_error(f, read, any(s.is_stdin or s.regular_size() is None for s in sources)) from None
+            read += len(lines)
+            nbytes += len(lines.buf)
+            progress.update(read, nbytes)
+    finally:
+        progress.done()
+    save_filter(f, args.output)
+    _note(args, f"cuckoo build: {read:,} lines, {added:,} keys added, {len(f):,} in the filter "
+                f"({how}; load {f.load_factor:.1%}, {_bytes(f.nbytes)}, expected FPR {f.expected_fpr:.2g}) -> {args.output}")
+    return EXIT_OK
+
+
+def cmd_query(args: argparse.Namespace) -> int:
+    f = load_filter(args.filter)
+    sources = sources_of(args.files)
+    out = Output(args.output, sources)
+    progress = Progress(_progress_enabled(args), "query")
+    read = shown = nbytes = 0
+    try:
+        for lines, last_input in iter_blocks(sources, args.block_size):
+            if args.count:
+                counts = lines.apply(f.count_many, np.uint8)
+                out.write(lines.with_prefix(counts, final=last_input))
+                shown += int(np.count_nonzero(counts))
+            else:
+                present = lines.apply(f.contains_many, bool)
+                shown += int(np.count_nonzero(present))
+                out.write(lines.select(~present if args.absent else present, final=last_input))
+            read += len(lines)
+            nbytes += len(lines.buf)
+            progress.update(read, nbytes)
+    finally:
+        progress.done()
+        out.close()
+    if args.verbose:
+        absent = read - shown
+        _note(args, f"cuckoo query: {read:,} lines, {shown:,} maybe present, {absent:,} absent")
+    return EXIT_OK
+
+
+def filter_info(f: Filter, path: Optional[str] = None) -> dict:
+    info: dict = {}
+    if path is not None:
+        info["path"] = path
+        info["file_bytes"] = os.path.getsize(path)
+    info.update(
+        keys=len(f),
+        capacity=f.capacity,
+        load_factor=f.load_factor,
+        bucket_count=f.bucket_count,
+        bucket_size=f.bucket_size,
+        slot_count=f.slot_count,
+        fingerprint_bits=f.fingerprint_bits,
+        nbytes=f.nbytes,
+        bits_per_item=f.bits_per_item,
+        expected_fpr=f.expected_fpr,
+        fpr_bound=f.fpr_bound,
+        seed=f.seed,
+        max_kicks=f.max_kicks,
+        read_only=f.read_only,
+    )
+    for extra in ("growable",):
+        if hasattr(f, extra):
+            info[extra] = getattr(f, extra)
+    return info
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    f = load_filter(args.filter)
+    info = filter_info(f, args.filter)
+    if args.json:
+        sys.stdout.write(json.dumps(info, indent=2) + "\n")
+        return EXIT_OK
+    bpi = info["bits_per_item"]
+    rows = [
+        ("file", f"{args.filter} ({_bytes(info['file_bytes'])})"),
+        ("keys", f"{info['keys']:,} of capacity {info['capacity']:,} (load {info['load_factor']:.1%} of "
+                 f"{info['slot_count']:,} slots)"),
+        ("table", f"{info['bucket_count']:,} buckets x {info['bucket_size']} slots x "
+                  f"{info['fingerprint_bits']}-bit fingerprints"),
+        ("memory", f"{_bytes(info['nbytes'])}" + (f" ({bpi:.1f} bits per key)" if info["keys"] else "")),
+        ("expected FPR", f"{info['expected_fpr']:.3g} at the current load, {info['fpr_bound']:.3g} when full"),
+        ("seed", str(info["seed"])),
+        ("max_kicks", str(info["max_kicks"])),
+    ]
+    if "growable" in info:
+        rows.append(("growable", str(info["growable"])))
+    width = max(len(k) for k, _ in rows)
+    sys.stdout.write("".join(f"{k:<{width}}  {v}\n" for k, v in rows))
+    return EXIT_OK
+
+
+# ---- demo ------------------------------------------------------------------------------------
+
+
+def _timed(fn: Callable[[], Any]) -> Tuple[Any, float]:
+    t0 = time.perf_counter()
+    r = fn()
+    return r, time.perf_counter() - t0
+
+
+def _set_bytes(items: List[Any]) -> int:
+    """sys.getsizeof of a set of `items` plus that of each element."""
+    s = set(items)
+    return sys.getsizeof(s) + sum(map(sys.getsizeof, s))
+
+
+def _text_lines(ids: np.ndarray) -> bytes:
+    """'user-<10 digits>\\n' for each id, built with NumPy (no Python loop per line)."""
+    prefix = np.frombuffer(b"user-", dtype=np.uint8)
+    digits = 10
+    rows = np.empty((len(ids), len(prefix) + digits + 1), dtype=np.uint8)
+    rows[:, : len(prefix)] = prefix
+    v = ids.astype(np.uint64)
+    for j in range(digits - 1, -1, -1):
+        rows[:, len(prefix) + j] = (v % 10).astype(np.uint8) + 48
+        v //= 10
+    rows[:, -1] = 10
+    return rows.tobytes()
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    n = args.size
+    rng = np.random.default_rng(args.seed)
+    out = sys.stdout
+    total_t0 = time.perf_counter()
+
+    def w(text: str = "") -> None:
+        out.write(text + "\n")
+        out.flush()
+
+    w(f"cuckoo {cuckoo.__version__} demo: {n:,} random 64-bit keys, then {n:,} text lines to dedup "
+      f"(generated in memory, seed {args.seed})")
+    w()
+
+    # 1. integer keys: build, look up, false positives
+    present = rng.integers(0, 2**63, size=n, dtype=np.uint64) << np.uint64(1)  # even numbers
+    absent = present | np.uint64(1)  # odd numbers: never added
+    f = Filter(n, fpr=args.fpr)
+    _, t_add = _timed(lambda: f.add_many(present))
+    hits, t_hit = _timed(lambda: f.contains_many(present))
+    fps, t_miss = _timed(lambda: f.contains_many(absent))
+    n_fp = int(np.count_nonzero(fps))
+    missing = n - int(np.count_nonzero(hits))
+    w(f"Filter({n:_}, fpr={args.fpr:g}): {f.fingerprint_bits}-bit fingerprints, {f.bucket_size} slots per bucket, "
+      f"{_bytes(f.nbytes)}, load {f.load_factor:.1%} after adding them all")
+    w(f"  {'bulk call on a NumPy uint64 array':<36}{'keys/s':>9}{'ns/key':>9}")
+    for name, t in (("add_many", t_add), ("contains_many, the added keys", t_hit),
+                    ("contains_many, absent keys", t_miss)):
+        w(f"  {name:<36}{_si(n / t):>9}{t * 1e9 / n:>9.1f}")
+    w(f"  false negatives: {missing} of {n:,} added keys" + ("" if missing else " (there never are)"))
+    w()
+
+    sample = min(n, args.set_sample)
+    set_per_key = _set_bytes(present[:sample].tolist()) / sample
+    scaled = "" if sample == n else f", measured on {sample:,} keys and scaled"
+    w(f"  memory     filter {_bytes(f.nbytes)} ({f.nbytes * 8 / n:.1f} bits/key) vs Python set "
+      f"{_bytes(set_per_key * n)} ({set_per_key * 8:.0f} bits/key): {set_per_key * n / f.nbytes:.0f}x smaller")
+    w(f"             (set = sys.getsizeof of the set and of each int{scaled})")
+    w(f"  false +    measured {n_fp / n:.3g} ({n_fp:,} of {n:,} absent keys) vs theory {f.expected_fpr:.3g} "
+      f"at this load (bound when full: {f.fpr_bound:.3g})")
+    w()
+
+    # 2. dedup of a text stream with duplicates, through the same code as `cuckoo dedup`
+    ids = rng.integers(0, max(n // 2, 1), size=n)
+    text = _text_lines(ids)
+    del present, absent, hits, fps
+    exact = int(len(np.unique(ids)))
+    g = Filter(n, fpr=DEDUP_FPR)
+    written = out_bytes = 0
+    expected_false = 0.0
+    t0 = time.perf_counter()
+    fpr_before = g.expected_fpr
+    src = Source("<generated>")
+    src.stream = io.BytesIO(text)
+    for lines in read_lines(src, DEFAULT_BLOCK):
+        mask = lines.apply(g.add_unique_many, bool)
+        kept = int(np.count_nonzero(mask))
+        fpr_after = g.expected_fpr
+        expected_false += kept * 0.5 * (fpr_before + fpr_after)
+        fpr_before = fpr_after
+        out_bytes += len(lines.select(mask, final=True))
+        written += kept
+    t_dedup = time.perf_counter() - t0
+    line_len = len(text) // n
+    sample = min(exact, args.set_sample)
+    set_lines = _set_bytes(text[: sample * line_len].split(b"\n")[:sample]) / sample * exact
+    w(f"Streaming dedup of {n:,} lines like b'user-0001234567' ({_bytes(len(text))}, {exact:,} distinct), "
+      f"the code path of `cuckoo dedup`:")
+    w(f"  {_si(n / t_dedup)} lines/s ({t_dedup * 1e9 / n:.0f} ns/line, {len(text) / t_dedup / 2**20:.0f} MiB/s); "
+      f"filter {_bytes(g.nbytes)} vs a Python set of the distinct lines {_bytes(set_lines)}")
+    w(f"  kept {written:,} of {exact:,} distinct lines: {exact - written:,} wrongly dropped "
+      f"(expected {expected_false:.3g} at --fpr {DEDUP_FPR:g}; lower it to drop fewer)")
+    w()
+    w(f"done in {time.perf_counter() - total_t0:.1f} s. Next: cuckoo dedup --help")
+    return EXIT_OK
+
+
+# ---- argument parsing ------------------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with usage errors exiting 1 (argparse's own default is 2, our filter-file code)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text.replace("_", "").replace(",", ""))
+    except ValueError:
+        try:
+            v = int(float(text))  # 1e6
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+    return v
+
+
+def _fpr(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.0 < v < 1.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1 (exclusive): {text!r}")
+    return v
+
+
+LINES_HELP = """\
+lines: bytes, never decoded. A line ends at \\n; its key is the line without the \\n and
+without one \\r before it (so "a\\r\\n" and "a\\n" are the same key, the one b"a" is in Python).
+Lines are written back exactly as read; a last line without \\n is a line (it gets a \\n only
+when more input follows it); empty lines are keys too. FILE '-' or no FILE reads stdin."""
+
+EXIT_HELP = """\
+exit codes: 0 ok, 1 usage error or unreadable input, 2 a filter file that cannot be read or
+written, 3 the filter is full (fixed --capacity too small)."""
+
+DEDUP_EPILOG = f"""\
+Writes each line the first time it is seen, in input order. A cuckoo filter remembers the keys
+as short fingerprints ({math.ceil(math.log2(8 / DEDUP_FPR))} bits at the default --fpr, about {math.ceil(math.log2(8 / DEDUP_FPR)) / 0.935:.0f} bits per line of capacity),
+so memory stays small however long the lines are; the price is that a new line whose
+fingerprint collides with a stored one is dropped by mistake.
+
+progress (lines, lines/s) is shown on stderr when stderr is a terminal; --progress forces it,
+--quiet turns it and the final report off.
+
+capacity: --capacity N fixes the filter size (exit 3 if more than about N distinct lines arrive).
+Without it the filter grows if this build supports growable filters; otherwise it is sized
+from the input: file sizes / mean line length (sampled) x 1.2 for files, an exact count for
+stdin that fits in one block, and {STDIN_CAPACITY:,} for longer pipes.
+
+report (stderr, unless --quiet): lines read, written, dropped, and the expected number of
+unique lines wrongly dropped: each kept line was tested against the filter, which answers
+"seen" falsely with probability about its expected_fpr at that moment (it rises with the load).
+The figure sums, per block, (lines kept) x (mean of expected_fpr before and after the block).
+
+{LINES_HELP}
+
+{EXIT_HELP}
+
+examples:
+  cuckoo dedup big.txt -o unique.txt
+  zcat logs/*.gz | cuckoo dedup --capacity 200000000 | wc -l
+  cuckoo dedup today.txt --filter seen.cuckoo --save seen.cuckoo > new.txt"""
+
+
+def _add_input_options(p: argparse.ArgumentParser, progress: bool = True) -> None:
+    p.add_argument("files", nargs="*", metavar="FILE", help="input files ('-' or none: stdin)")
+    if progress:
+        p.add_argument("--progress", action="store_true",
+                       help="show progress (lines, lines/s) on stderr even when it is not a terminal")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress and no report on stderr")
+    p.add_argument("--block-size", type=_positive_int, default=DEFAULT_BLOCK, metavar="BYTES",
+                   help=f"read input in blocks of this many bytes (default {DEFAULT_BLOCK >> 20} MiB)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="cuckoo",
+        description="Cuckoo filters on the command line: streaming dedup of huge files in little memory,\n"
+                    "filter files you build once and query later.",
+        epilog="Run 'cuckoo COMMAND --help' for each command. Start with: cuckoo demo\n\n" + EXIT_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"cuckoo {cuckoo.__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    p = sub.add_parser("dedup", help="write each line the first time it is seen (streaming, bounded memory)",
+                       description="Streaming, order-preserving dedup of lines: like awk '!seen[$0]++'\n"
+                                   "in a fraction of the memory.",
+                       epilog=DEDUP_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_input_options(p)
+    p.add_argument("-o", "--output", metavar="OUT", help="write kept lines to OUT (default stdout)")
+    p.add_argument("--capacity", type=_positive_int, metavar="N",
+                   help="size the filter for N distinct lines (fixed: exit 3 when full)")
+    p.add_argument("--fpr", type=_fpr, metavar="P",
+                   help=f"target false-positive rate at capacity (default {DEDUP_FPR:g}): the chance that a "
+                        f"new line is dropped, at most")
+    p.add_argument("--save", metavar="FILTER", help="save the filter to FILTER at the end")
+    p.add_argument("--filter", metavar="FILTER",
+                   help="start from a saved filter: lines already in it count as seen (dedup against yesterday)")
+    p.set_defaults(_parser=p, func=cmd_dedup)
+
+    p = sub.add_parser("build", help="build a filter file from the lines of FILEs",
+                       description="Build a filter of the lines of FILEs (one key per distinct line) and save it.",
+                       epilog=LINES_HELP + "\n\n" + EXIT_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_input_options(p)
+    p.add_argument("-o", "--output", metavar="FILTER", required=True, help="filter file to write")
+    p.add_argument("--capacity", type=_positive_int, metavar="N",
+                   help="size the filter for N keys (default: estimated from the input, or growable)")
+    p.add_argument("--fpr", type=_fpr, metavar="P", help=f"target false-positive rate (default {BUILD_FPR:g})")
+    p.add_argument("--multiset", action="store_true",
+                   help="add every line, duplicates too (query --count then counts them, up to "
+                        "2 x bucket_size copies of one key); default: each distinct line once")
+    p.set_defaults(_parser=p, func=cmd_build, filter=None)
+
+    p = sub.add_parser("query", help="print the lines that may be in a filter (or, --absent, the others)",
+                       description="Print the lines of FILEs that may be in FILTER (false positives possible,\n"
+                                   "false negatives never).",
+                       epilog=LINES_HELP + "\n\n" + EXIT_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("filter", metavar="FILTER", help="a filter file (from build or dedup --save)")
+    _add_input_options(p)
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--absent", action="store_true", help="print the lines certainly not in the filter")
+    mode.add_argument("--count", action="store_true",
+                      help="print every line as 'COUNT<TAB>line': the copies of its fingerprint found")
+    p.add_argument("-o", "--output", metavar="OUT", help="write to OUT (default stdout)")
+    p.add_argument("-v", "--verbose", action="store_true", help="print a summary on stderr")
+    p.set_defaults(_parser=p, func=cmd_query)
+
+    p = sub.add_parser("info", help="describe a filter file: parameters, load, memory, expected FPR",
+                       description="Describe a filter file.", epilog=EXIT_HELP,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("filter", metavar="FILTER", help="a filter file")
+    p.add_argument("--json", action="store_true", help="print a JSON object")
+    p.set_defaults(_parser=p, func=cmd_info)
+
+    p = sub.add_parser("demo", help="a short tour on generated data: speed, memory vs set, FPR vs theory",
+                       description="Build a filter of SIZE random keys, look them up, measure false positives "
+                                   "against theory and memory against a Python set, then dedup a generated "
+                                   "text stream. Everything is generated in memory; nothing is written.")
+    p.add_argument("--size", type=_positive_int, default=4_000_000, metavar="N",
+                   help="number of keys (default 4,000,000)")
+    p.add_argument("--fpr", type=_fpr, default=BUILD_FPR, metavar="P", help=f"target FPR (default {BUILD_FPR:g})")
+    p.add_argument("--seed", type=int, default=2014, help="random seed (default 2014)")
+    p.add_argument("--set-sample", type=_positive_int, default=1_000_000, metavar="N",
+                   help="measure the Python set on at most N keys and scale (default 1,000,000)")
+    p.set_defaults(_parser=p, func=cmd_demo)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = build_parser()
+    # parse_known_args, then file names found after options (`dedup a.txt -o out b.txt`,
+    # `query F --absent a.txt`): argparse alone stops filling a '*' positional at the first option.
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        sub = getattr(args, "_parser", parser)
+        files = getattr(args, "files", None)
+        options = [e for e in extra if e.startswith("-") and e != "-"]
+        if files is None or options:
+            sub.error("unrecognized arguments: " + " ".join(options or extra))
+        files.extend(e for e in extra if e != "--")
+    if not getattr(args, "command", None):
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    if hasattr(signal, "SIGPIPE") and argv is None:
+        # Behave like other filters in a pipe (`cuckoo dedup big | head`): end quietly.
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    try:
+        return int(args.func(args))
+    except CliError as exc:
+        sys.stderr.write(str(exc) + "\n")
+        return exc.code
+    except KeyboardInterrupt:
+        sys.stderr.write("cuckoo: interrupted\n")
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

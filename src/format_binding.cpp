@@ -1,0 +1,149 @@
+// Persistence of cuckoo.Filter: to_bytes / from_bytes, the zero-copy view behind
+// Filter.load(path, mmap=True), and the streaming writer behind Filter.save. The format itself is
+// in cpp/include/cuckoo/format.hpp; the file handling (temporary file, fsync, rename, mmap) is in
+// python/cuckoo/_persist.py.
+#include <pybind11/pybind11.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#if defined(_WIN32)
+#include <io.h>
+#else
+#include <unistd.h>
+#endif
+
+#include "cuckoo/format.hpp"
+#include "filter_binding.hpp"
+
+namespace cuckoo_py {
+
+namespace {
+
+namespace fmt = cuckoo::format;
+
+[[noreturn]] void not_bytes_like(const char* func, PyObject* obj) {
+    throw py::type_error(std::string(func) + "() needs a contiguous bytes-like object (bytes, bytearray, memoryview, "
+                                             "mmap, ...), not " + Py_TYPE(obj)->tp_name);
+}
+
+// A contiguous buffer exported by a Python object for as long as this lives.
+class ByteSource {
+public:
+    ByteSource(const py::handle& obj, const char* func) {
+        if (PyUnicode_Check(obj.ptr()) || PyObject_GetBuffer(obj.ptr(), &view_, PyBUF_SIMPLE) != 0) {
+            PyErr_Clear();
+            not_bytes_like(func, obj.ptr());
+        }
+    }
+    ~ByteSource() { PyBuffer_Release(&view_); }
+    ByteSource(const ByteSource&) = delete;
+    ByteSource& operator=(const ByteSource&) = delete;
+    const unsigned char* data() const { return static_cast<const unsigned char*>(view_.buf); }
+    size_t size() const { return static_cast<size_t>(view_.len); }
+
+private:
+    Py_buffer view_{};
+};
+
+py::bytes to_bytes(const PyFilter& self) {
+    ReadLock lock(self);
+    const uint64_t n = fmt::serialized_size(self.core);
+    if (n > static_cast<uint64_t>(PY_SSIZE_T_MAX)) throw std::length_error("filter too large for a bytes object");
+    auto out = py::reinterpret_steal<py::bytes>(PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(n)));
+    if (!out) throw py::error_already_set();
+    auto* dst = reinterpret_cast<unsigned char*>(PyBytes_AS_STRING(out.ptr()));
+    {
+        // Safe without the GIL: reads the table under the read lock and writes only into `out`,
+        // a new object no other thread can see yet. Large tables take a while (checksum + copy).
+        py::gil_scoped_release nogil;
+        fmt::write_into(self.core, dst, static_cast<size_t>(n));
+    }
+    return out;
+}
+
+std::unique_ptr<PyFilter> from_bytes(const py::handle& data) {
+    ByteSource src(data, "from_bytes");
+    auto f = [&] {
+        // Safe without the GIL: `src` keeps the buffer exported (it cannot be resized or freed);
+        // the core copies the header and the table before checking them, so a concurrent change
+        // of a mutable buffer cannot make it read out of bounds or accept what it did not check.
+        py::gil_scoped_release nogil;
+        return fmt::from_bytes(src.data(), src.size());
+    }();
+    return std::make_unique<PyFilter>(std::move(f));
+}
+
+// A read-only filter over the buffer of `obj` (an mmap object from Filter.load), zero-copy. A
+// memoryview of `obj` is kept in PyFilter::backing: it holds the buffer export for the filter's
+// lifetime, so the mapping can be neither closed nor freed while the table points into it.
+std::unique_ptr<PyFilter> from_view(const py::handle& obj, bool verify) {
+    if (PyUnicode_Check(obj.ptr())) not_bytes_like("_from_view", obj.ptr());
+    auto mv = py::reinterpret_steal<py::object>(PyMemoryView_FromObject(obj.ptr()));
+    if (!mv) {
+        PyErr_Clear();
+        not_bytes_like("_from_view", obj.ptr());
+    }
+    const Py_buffer* b = PyMemoryView_GET_BUFFER(mv.ptr());
+    if (!PyBuffer_IsContiguous(b, 'C')) not_bytes_like("_from_view", obj.ptr());
+    const auto* data = static_cast<const unsigned char*>(b->buf);
+    const auto size = static_cast<size_t>(b->len);
+    auto f = [&] {
+        // Safe without the GIL: the memoryview holds the export; verify reads the whole table.
+        py::gil_scoped_release nogil;
+        return fmt::view_bytes(data, size, verify);
+    }();
+    auto out = std::make_unique<PyFilter>(std::move(f));
+    out->backing = std::move(mv);
+    return out;
+}
+
+// Writes the serialized filter to a file descriptor (the temporary file of Filter.save), straight
+// from the table's memory: no second copy of a large filter in memory.
+void write_fd(const PyFilter& self, int fd) {
+    ReadLock lock(self);
+    int err = 0;
+    {
+        // Safe without the GIL: reads the table under the read lock; writes to a plain descriptor.
+        py::gil_scoped_release nogil;
+        fmt::write(self.core, [&](const unsigned char* p, size_t n) {
+            while (n > 0 && err == 0) {
+                const size_t chunk = n < (size_t(1) << 30) ? n : (size_t(1) << 30);
+#if defined(_WIN32)
+                const auto w = ::_write(fd, p, static_cast<unsigned>(chunk));
+#else
+                const auto w = ::write(fd, p, chunk);
+#endif
+                if (w < 0) {
+                    if (errno != EINTR) err = errno;
+                    continue;
+                }
+                p += w;
+                n -= static_cast<size_t>(w);
+            }
+        });
+    }
+    if (err != 0) {
+        errno = err;
+        PyErr_SetFromErrno(PyExc_OSError);
+        throw py::error_already_set();
+    }
+}
+
+}  // namespace
+
+void register_persistence(FilterClass& cls) {
+    cls.def("to_bytes", &to_bytes,
+            "The filter serialized in the portable cuckoo format (docs/format.md): little-endian, versioned, "
+            "checksummed. Filter.from_bytes reads it back.");
+    cls.def_static("from_bytes", &from_bytes, py::arg("data"),
+                   "A filter from serialized bytes (any contiguous bytes-like object), with its own copy of the "
+                   "table. Every byte is checked; bad data raises cuckoo.FormatError saying what is wrong.");
+    cls.def_static("_from_view", &from_view, py::arg("buffer"), py::arg("verify"),
+                   "Internal (Filter.load(mmap=True)): a read-only filter whose table is a view of buffer.");
+    cls.def("_write_fd", &write_fd, py::arg("fd"), "Internal (Filter.save): write the serialized filter to fd.");
+}
+
+}  // namespace cuckoo_py

@@ -1,0 +1,531 @@
+"""The `cuckoo` command line (python/cuckoo/cli.py): run as `python -m cuckoo` in a subprocess
+(and once as the installed console script), plus in-process checks of the line/key machinery
+against an exact reference written in plain Python."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import cuckoo
+from cuckoo import cli
+
+HAS_SAVE = hasattr(cuckoo.Filter, "save") and hasattr(cuckoo.Filter, "load")
+needs_save = pytest.mark.skipif(not HAS_SAVE, reason="Filter.save not available yet")
+LOW_FPR = "1e-8"  # 30-bit fingerprints: no false drop in these small inputs
+
+
+def run(*args, input=b"", cwd=None, check=None):
+    proc = subprocess.run([sys.executable, "-m", "cuckoo", *map(str, args)], input=input,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, timeout=120)
+    if check is not None:
+        assert proc.returncode == check, proc.stderr.decode(errors="replace")
+    return proc
+
+
+# ---- the exact reference ---------------------------------------------------------------------
+
+
+def split_lines(data: bytes):
+    """(line with its terminator, key) pairs: a key is the line without '\\n' and one '\\r'."""
+    out = []
+    pos = 0
+    while pos < len(data):
+        end = data.find(b"\n", pos)
+        line = data[pos:] if end < 0 else data[pos : end + 1]
+        key = line[:-1] if line.endswith(b"\n") else line
+        if key.endswith(b"\r"):
+            key = key[:-1]
+        out.append((line, key))
+        pos += len(line)
+    return out
+
+
+def ref_dedup(*inputs: bytes) -> bytes:
+    """First occurrence of each key over all inputs, lines written as read; an unterminated last
+    line of an input gets a '\\n' when another input follows."""
+    seen = set()
+    out = []
+    for i, data in enumerate(inputs):
+        for line, key in split_lines(data):
+            if key in seen:
+                continue
+            seen.add(key)
+            if not line.endswith(b"\n") and i < len(inputs) - 1:
+                line += b"\n"
+            out.append(line)
+    return b"".join(out)
+
+
+def random_text(rng: random.Random, n_lines: int, n_distinct: int) -> bytes:
+    """Lines with duplicates: invalid UTF-8, NULs, '\\r\\n' and '\\n', empty lines, many lengths."""
+    pool = []
+    for _ in range(n_distinct):
+        length = rng.choice([0, 1, 2, 5, 16, 17, 24, 40, 100, rng.randint(0, 300)])
+        pool.append(bytes(rng.choice(b"ab\x00\xff\xc3\x28\r\t ") for _ in range(length)))
+    lines = []
+    for _ in range(n_lines):
+        key = rng.choice(pool)
+        lines.append(key + rng.choice([b"\n", b"\n", b"\r\n"]))
+    return b"".join(lines)
+
+
+# ---- help and usage errors -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cmd", [[], ["dedup"], ["build"], ["query"], ["info"], ["demo"]])
+def test_help(cmd):
+    proc = run(*cmd, "--help", check=0)
+    text = proc.stdout.decode()
+    assert text.startswith("usage: cuckoo")
+    assert "exit codes" in text or cmd == ["demo"]
+
+
+def test_dedup_help_explains_the_report():
+    text = run("dedup", "--help", check=0).stdout.decode()
+    assert "wrongly dropped" in text and "expected_fpr" in text and "--capacity" in text
+
+
+def test_version():
+    assert run("--version", check=0).stdout.decode().strip() == f"cuckoo {cuckoo.__version__}"
+
+
+@pytest.mark.parametrize("args", [
+    [],
+    ["nosuchcommand"],
+    ["dedup", "--capacity", "0"],
+    ["dedup", "--capacity", "many"],
+    ["dedup", "--fpr", "1.5"],
+    ["dedup", "--fpr", "0"],
+    ["dedup", "--no-such-option"],
+    ["query"],
+    ["query", "F", "--absent", "--count"],
+    ["build", "x.txt"],  # -o is required
+])
+def test_usage_errors_exit_1(args):
+    proc = run(*args)
+    assert proc.returncode == 1, proc.stderr
+    assert b"Traceback" not in proc.stderr
+    assert proc.stderr.strip()
+
+
+def test_missing_input_file_exits_1(tmp_path):
+    proc = run("dedup", tmp_path / "nope.txt")
+    assert proc.returncode == 1
+    err = proc.stderr.decode()
+    assert err.count("\n") == 1 and "nope.txt" in err and "Traceback" not in err
+
+
+def test_output_that_is_an_input_is_refused(tmp_path):
+    p = tmp_path / "a.txt"
+    p.write_bytes(b"a\na\n")
+    proc = run("dedup", p, "-o", p)
+    assert proc.returncode == 1
+    assert p.read_bytes() == b"a\na\n"
+
+
+# ---- dedup -----------------------------------------------------------------------------------
+
+
+def test_dedup_stdin_to_stdout():
+    data = b"b\na\nb\nc\na\n"
+    proc = run("dedup", input=data, check=0)
+    assert proc.stdout == b"b\na\nc\n"
+    err = proc.stderr.decode()
+    assert "5 lines read, 3 written, 2 dropped" in err
+    assert "expected unique lines wrongly dropped" in err
+
+
+def test_dedup_dash_is_stdin_and_quiet_is_quiet():
+    proc = run("dedup", "-q", "-", input=b"x\nx\ny\n", check=0)
+    assert proc.stdout == b"x\ny\n"
+    assert proc.stderr == b""
+
+
+def test_dedup_matches_exact_dedup_on_generated_input(tmp_path):
+    rng = random.Random(11)
+    data = random_text(rng, 20_000, 5_000)
+    p = tmp_path / "in.txt"
+    p.write_bytes(data)
+    proc = run("dedup", "--fpr", LOW_FPR, p, check=0)
+    assert proc.stdout == ref_dedup(data)
+    assert len(proc.stdout) < len(data)
+
+
+def test_dedup_drops_at_most_a_few_with_a_high_fpr(tmp_path):
+    """A coarse filter (fpr 0.01, capacity = distinct lines) may drop unique lines, never add or
+    reorder any: the output is a subsequence of the exact one, short by about the reported
+    expectation."""
+    n_distinct = 20_000
+    lines = [b"line-%d\n" % i for i in range(n_distinct)]
+    rng = random.Random(5)
+    stream = lines + [rng.choice(lines) for _ in range(n_distinct)]
+    data = b"".join(stream)
+    proc = run("dedup", "--fpr", "0.01", "--capacity", 2 * n_distinct, input=data, check=0)
+    exact = ref_dedup(data).splitlines(keepends=True)
+    got = proc.stdout.splitlines(keepends=True)
+    it = iter(exact)
+    assert all(any(g == e for e in it) for g in got), "output is not a subsequence of the exact dedup"
+    missing = len(exact) - len(got)
+    report = proc.stderr.decode()
+    expected = float(report.split("wrongly dropped: ")[1].split()[0])
+    assert 0 < expected < 200
+    assert missing <= 3 * expected + 10
+
+
+def test_dedup_bytes_are_not_decoded():
+    data = b"\xff\xfe\n\xc3\x28\n\xff\xfe\n\x80\n\xc3\x28\n"
+    proc = run("dedup", input=data, check=0)
+    assert proc.stdout == b"\xff\xfe\n\xc3\x28\n\x80\n"
+
+
+def test_dedup_crlf_and_lf_are_the_same_key_and_lines_are_kept_as_read():
+    data = b"a\r\nb\na\nb\r\n\r\n\n\r\r\n"
+    proc = run("dedup", input=data, check=0)
+    # keys: a, b, a, b, '', '', '\r' -> first 'a\r\n', 'b\n', '\r\n' (empty key), '\r\r\n'
+    assert proc.stdout == b"a\r\nb\n\r\n\r\r\n"
+
+
+def test_dedup_final_line_without_newline():
+    assert run("dedup", input=b"a\nb", check=0).stdout == b"a\nb"
+    assert run("dedup", input=b"a\nb\na", check=0).stdout == b"a\nb\n"
+    assert run("dedup", input=b"only", check=0).stdout == b"only"
+    assert run("dedup", input=b"a\r", check=0).stdout == b"a\r"
+    assert run("dedup", input=b"a\na\r", check=0).stdout == b"a\n"
+
+
+def test_dedup_empty_lines_are_keys():
+    assert run("dedup", input=b"\n\n\na\n\n", check=0).stdout == b"\na\n"
+    assert run("dedup", input=b"", check=0).stdout == b""
+
+
+def test_dedup_multiple_files_and_stdin(tmp_path):
+    a = tmp_path / "a.txt"
+    b = tmp_path / "b.txt"
+    a.write_bytes(b"x\ny\nlast")  # no final newline: it gets one, as more input follows
+    b.write_bytes(b"y\nz\nlast\n")
+    proc = run("dedup", a, "-", b, input=b"w\nx\n", check=0)
+    assert proc.stdout == ref_dedup(a.read_bytes(), b"w\nx\n", b.read_bytes())
+    assert proc.stdout == b"x\ny\nlast\nw\nz\n"
+
+
+def test_dedup_output_file(tmp_path):
+    out = tmp_path / "out.txt"
+    proc = run("dedup", "-o", out, input=b"1\n2\n1\n", check=0)
+    assert proc.stdout == b""
+    assert out.read_bytes() == b"1\n2\n"
+
+
+def test_dedup_file_names_after_options(tmp_path):
+    a = tmp_path / "a.txt"
+    b = tmp_path / "b.txt"
+    a.write_bytes(b"1\n2\n")
+    b.write_bytes(b"2\n3\n")
+    out = tmp_path / "out.txt"
+    run("dedup", a, "-o", out, b, check=0)
+    assert out.read_bytes() == b"1\n2\n3\n"
+
+
+@pytest.mark.parametrize("block", [1, 2, 7, 64, 4096])
+def test_dedup_tiny_blocks(tmp_path, block):
+    """Blocks smaller than a line: lines are carried over block boundaries intact."""
+    rng = random.Random(block)
+    data = random_text(rng, 400, 120) + b"tail-without-newline"
+    p = tmp_path / "in.txt"
+    p.write_bytes(data)
+    proc = run("dedup", "--block-size", block, "--fpr", LOW_FPR, p, check=0)
+    assert proc.stdout == ref_dedup(data)
+    proc = run("dedup", "--block-size", block, "--fpr", LOW_FPR, input=data, check=0)
+    assert proc.stdout == ref_dedup(data)
+
+
+def test_dedup_trailing_nul_and_long_lines_are_exact_keys():
+    """NumPy 'S' arrays drop trailing NULs; such keys take another path and stay distinct."""
+    long_a = b"L" * 5000
+    data = b"a\x00\na\n\x00\n\n" + long_a + b"\n" + long_a + b"x\n" + long_a + b"\na\x00\x00\n"
+    proc = run("dedup", "--fpr", LOW_FPR, input=data, check=0)
+    assert proc.stdout == ref_dedup(data)
+    assert proc.stdout.count(b"\n") == 7
+
+
+def test_dedup_filter_full_exits_3_with_partial_output():
+    lines = [b"k%d\n" % i for i in range(5000)]
+    proc = run("dedup", "--capacity", "100", "--block-size", "64", input=b"".join(lines))
+    assert proc.returncode == 3
+    err = proc.stderr.decode()
+    assert err.count("\n") == 1 and "full" in err and "--capacity" in err and "Traceback" not in err
+    assert 0 < len(proc.stdout) < len(b"".join(lines))
+    assert b"".join(lines).startswith(proc.stdout)
+
+
+def test_dedup_progress_only_when_asked():
+    data = b"".join(b"%d\n" % (i % 1000) for i in range(5000))
+    quiet = run("dedup", input=data, check=0)
+    assert b"\r" not in quiet.stderr  # stderr is a pipe: no progress line
+    forced = run("dedup", "--progress", "--block-size", "64", input=data, check=0)
+    assert forced.stdout == quiet.stdout
+    assert b"lines/s" in forced.stderr
+
+
+def test_dedup_into_a_closed_pipe_ends_quietly(tmp_path):
+    p = tmp_path / "big.txt"
+    p.write_bytes(b"".join(b"line %d\n" % i for i in range(400_000)))
+    with subprocess.Popen([sys.executable, "-m", "cuckoo", "dedup", "-q", str(p)],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        first = proc.stdout.readline()
+        proc.stdout.close()
+        err = proc.stderr.read()
+        proc.wait(timeout=60)
+    assert first == b"line 0\n"
+    assert b"Traceback" not in err
+
+
+def test_dedup_estimates_capacity_for_regular_files(tmp_path):
+    p = tmp_path / "in.txt"
+    p.write_bytes(b"".join(b"%06d\n" % i for i in range(30_000)))
+    err = run("dedup", "--fpr", LOW_FPR, p, "-o", tmp_path / "out", check=0).stderr.decode()
+    assert "30,000 lines read, 30,000 written" in err
+    if "growable" not in err:
+        assert "estimated from the input" in err
+
+
+def test_console_script():
+    script = shutil.which("cuckoo", path=os.path.dirname(sys.executable))
+    if script is None:
+        pytest.skip("the cuckoo console script is not installed next to this Python")
+    proc = subprocess.run([script, "dedup", "-q"], input=b"q\nq\nr\n", capture_output=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout == b"q\nr\n"
+
+
+# ---- in-process: the line and key machinery --------------------------------------------------
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.binary(max_size=12).filter(lambda b: b"\n" not in b), max_size=60),
+       st.lists(st.sampled_from([b"\n", b"\r\n"]), min_size=60, max_size=60),
+       st.booleans())
+def test_lines_keys_match_the_reference(keys, terms, final_newline):
+    data = b"".join(k + t for k, t in zip(keys, terms))
+    if not final_newline and keys:
+        data = data[: -len(terms[len(keys) - 1])]
+    if not data:
+        return
+    blocks = list(cli.read_lines(_BytesSource(data), 8))
+    ref = split_lines(data)
+    got = []
+    for lines in blocks:
+        out = [None] * len(lines)
+        for idx, batch in lines.key_groups():
+            positions = range(len(lines)) if idx is None else idx.tolist()
+            for i, k in zip(positions, list(batch)):
+                out[i] = bytes(k)
+        got.extend(out)
+    assert got == [k for _, k in ref]
+
+
+class _BytesSource(cli.Source):
+    def __init__(self, data: bytes) -> None:
+        super().__init__("<bytes>")
+        import io
+
+        self.stream = io.BytesIO(data)
+
+
+def test_keys_agree_with_the_library():
+    """A line's key is what `bytes in Filter` tests: contains_many through the CLI's groups gives
+    the same answers as the scalar `in` on the reference keys."""
+    rng = random.Random(3)
+    data = random_text(rng, 3000, 800)
+    keys = [k for _, k in split_lines(data)]
+    f = cuckoo.Filter(10_000, fpr=1e-8)
+    f.add_many(list(dict.fromkeys(keys[::2])))
+    lines = cli.Lines(data, len(data))
+    got = lines.apply(f.contains_many, bool)
+    assert got.tolist() == [k in f for k in keys]
+    assert got[::2].all()
+
+
+def test_with_prefix_formats_counts():
+    data = b"a\nbb\r\n\nc"
+    lines = cli.Lines(data + b"\n", len(data) + 1, virtual=True)
+    assert lines.with_prefix(np.array([0, 12, 3, 255]), final=True) == b"0\ta\n12\tbb\r\n3\t\n255\tc"
+    assert lines.with_prefix(np.array([1, 1, 1, 1]), final=False) == b"1\ta\n1\tbb\r\n1\t\n1\tc\n"
+
+
+# ---- filter files ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def garbage(tmp_path):
+    p = tmp_path / "garbage.cuckoo"
+    p.write_bytes(bytes(random.Random(1).randrange(256) for _ in range(3000)))
+    return p
+
+
+@pytest.mark.parametrize("cmd", [["info", "{f}"], ["query", "{f}"], ["dedup", "--filter", "{f}"],
+                                 ["info", "{f}", "--json"]])
+def test_unreadable_filter_file_exits_2(garbage, cmd):
+    proc = run(*[c.format(f=garbage) for c in cmd], input=b"a\n")
+    assert proc.returncode == 2
+    err = proc.stderr.decode()
+    assert err.count("\n") == 1 and str(garbage) in err and "Traceback" not in err
+    assert proc.stdout == b""
+
+
+def test_missing_filter_file_exits_2(tmp_path):
+    proc = run("info", tmp_path / "missing.cuckoo")
+    assert proc.returncode == 2 and b"Traceback" not in proc.stderr and proc.stderr.count(b"\n") == 1
+
+
+@pytest.fixture
+def built(tmp_path):
+    rng = random.Random(7)
+    data = random_text(rng, 4000, 1500)
+    src = tmp_path / "keys.txt"
+    src.write_bytes(data)
+    flt = tmp_path / "keys.cuckoo"
+    return data, src, flt
+
+
+@needs_save
+def test_build_query_agree_with_the_library(built, tmp_path):
+    data, src, flt = built
+    run("build", src, "-o", flt, "--fpr", "0.01", check=0)
+    f = cuckoo.Filter.load(str(flt))
+    keys = [k for _, k in split_lines(data)]
+    assert all(k in f for k in keys)
+    probe = random_text(random.Random(8), 3000, 3000)
+    probe_lines = split_lines(probe)
+    expect_present = b"".join(line for line, k in probe_lines if k in f)
+    expect_absent = b"".join(line for line, k in probe_lines if k not in f)
+    assert run("query", flt, input=probe, check=0).stdout == expect_present
+    assert run("query", flt, "--absent", input=probe, check=0).stdout == expect_absent
+    counts = run("query", flt, "--count", input=probe, check=0).stdout
+    assert counts == b"".join(b"%d\t" % f.count(k) + line for line, k in probe_lines)
+    # every line of the source is present
+    assert run("query", flt, src, check=0).stdout == data
+
+
+@needs_save
+def test_build_multiset_counts(tmp_path):
+    src = tmp_path / "k.txt"
+    src.write_bytes(b"a\nb\na\na\n")
+    flt = tmp_path / "k.cuckoo"
+    run("build", "--multiset", src, "-o", flt, check=0)
+    assert run("query", flt, "--count", input=b"a\nb\n", check=0).stdout == b"3\ta\n1\tb\n"
+    run("build", src, "-o", flt, check=0)
+    assert run("query", flt, "--count", input=b"a\nb\n", check=0).stdout == b"1\ta\n1\tb\n"
+
+
+@needs_save
+def test_info_text_and_json(built):
+    data, src, flt = built
+    run("build", src, "-o", flt, "--capacity", "5000", "--fpr", "0.001", check=0)
+    f = cuckoo.Filter.load(str(flt))
+    text = run("info", flt, check=0).stdout.decode()
+    for word in ("keys", "capacity", "load", "memory", "expected FPR", f"{f.fingerprint_bits}-bit"):
+        assert word in text
+    info = json.loads(run("info", flt, "--json", check=0).stdout)
+    assert info["keys"] == len(f) == len({k for _, k in split_lines(data)})
+    assert info["capacity"] == f.capacity
+    assert info["fingerprint_bits"] == f.fingerprint_bits
+    assert info["nbytes"] == f.nbytes
+    assert info["expected_fpr"] == pytest.approx(f.expected_fpr)
+    assert info["file_bytes"] == os.path.getsize(flt)
+
+
+@needs_save
+def test_corrupted_filter_file_exits_2(built):
+    data, src, flt = built
+    run("build", src, "-o", flt, check=0)
+    raw = flt.read_bytes()
+    flt.write_bytes(raw[: len(raw) // 2])  # truncated
+    proc = run("info", flt)
+    assert proc.returncode == 2 and proc.stderr.count(b"\n") == 1 and b"Traceback" not in proc.stderr
+    flt.write_bytes(b"\x00" * 8 + raw[8:])  # header overwritten
+    proc = run("query", flt, input=b"a\n")
+    assert proc.returncode == 2 and proc.stderr.count(b"\n") == 1 and b"Traceback" not in proc.stderr
+
+
+@needs_save
+def test_dedup_against_yesterday(tmp_path):
+    day1 = b"a\nb\na\nc\n"
+    day2 = b"c\nd\nb\nd\ne\n"
+    seen = tmp_path / "seen.cuckoo"
+    assert run("dedup", "--save", seen, input=day1, check=0).stdout == b"a\nb\nc\n"
+    assert run("dedup", "--filter", seen, "--save", seen, input=day2, check=0).stdout == b"d\ne\n"
+    assert run("dedup", "--filter", seen, input=b"a\ne\nf\n", check=0).stdout == b"f\n"
+    proc = run("dedup", "--filter", seen, "--capacity", "10", input=b"")
+    assert proc.returncode == 1
+
+
+def test_save_without_persistence_or_bad_directory_exits_2(tmp_path):
+    proc = run("dedup", "--save", tmp_path / "no" / "such" / "dir" / "f.cuckoo", input=b"a\n")
+    assert proc.returncode == 2 and b"Traceback" not in proc.stderr and proc.stderr.count(b"\n") == 1
+    assert proc.stdout == b""  # refused before any work
+
+
+# ---- demo ------------------------------------------------------------------------------------
+
+
+def test_demo_small():
+    proc = run("demo", "--size", "20000", check=0)
+    out = proc.stdout.decode()
+    for word in ("keys/s", "ns/key", "false negatives: 0 of 20,000", "Python set", "smaller",
+                 "absent keys", "theory", "Streaming dedup of 20,000 lines", "wrongly dropped"):
+        assert word in out, word
+    assert proc.stderr == b""
+    # the measured FPR is in the range of the theory
+    line = next(ln for ln in out.splitlines() if "false +" in ln)
+    measured = float(line.split("measured ")[1].split()[0])
+    theory = float(line.split("theory ")[1].split()[0])
+    assert 0 < theory < 0.01
+    assert measured <= 3 * theory + 10 / 20000
+
+
+# ---- automatic sizing (in-process, with a stand-in Filter constructor) -----------------------
+
+
+@pytest.mark.parametrize("supports_growable", [True, False])
+@pytest.mark.parametrize("from_stdin", [True, False])
+def test_automatic_filter(monkeypatch, tmp_path, supports_growable, from_stdin):
+    made = []
+    real = cuckoo.Filter
+
+    def fake_filter(capacity, fpr=None, **kw):
+        if kw.get("growable") and not supports_growable:
+            raise TypeError("Filter() got an unexpected keyword argument 'growable'")
+        made.append((capacity, kw.get("growable", False)))
+        return real(min(capacity, 100_000), fpr)
+
+    monkeypatch.setattr(cli, "Filter", fake_filter)
+    data = b"".join(b"%d\n" % (i % 3000) for i in range(10_000))
+    src = tmp_path / "in.txt"
+    src.write_bytes(data)
+    out = tmp_path / "out.txt"
+    args = ["dedup", "-q", "--block-size", "1000", "-o", str(out)]
+    if from_stdin:
+        import io
+
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    else:
+        args.append(str(src))
+    assert cli.main(args) == 0
+    assert out.read_bytes() == ref_dedup(data)
+    capacity, growable = made[-1]
+    assert growable == supports_growable
+    if not from_stdin:
+        assert 10_000 <= capacity <= 15_000  # lines (estimated from the file) x 1.2
+    elif supports_growable:
+        assert capacity == cli.GROWABLE_START
+    else:
+        assert capacity == cli.STDIN_CAPACITY  # more than one block: size unknown

@@ -1,0 +1,178 @@
+"""Growth without FPR drift, exact merging of shards (issue 9)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import cuckoo
+
+ABSENT = np.arange(2**62, 2**62 + 10**6, dtype=np.uint64)  # never inserted below
+
+
+@pytest.mark.parametrize("fpr", [0.01, 0.001])
+def test_growable_filter_takes_1000x_its_capacity(fpr):
+    keys = np.random.default_rng(9).integers(0, 2**62, size=10**7, dtype=np.uint64)
+    f = cuckoo.Filter(10**4, fpr=fpr, growable=True)
+    for chunk in np.array_split(keys, 7):  # several calls, growth inside and between them
+        assert f.add_many(chunk) == len(chunk)
+    assert len(f) == len(keys) and len(f.stages) > 5
+    assert f.contains_many(keys).all(), "no false negatives through growth"
+    measured = f.contains_many(ABSENT).mean()
+    assert measured <= 2 * fpr, (measured, fpr)
+    assert f.expected_fpr <= f.fpr_bound <= 2 * fpr
+    fixed = cuckoo.Filter(10**7, fpr=fpr)
+    assert f.nbytes <= 2.5 * fixed.nbytes, (f.nbytes, fixed.nbytes)
+    # every stage after the first has one more fingerprint bit and twice the capacity
+    bits = [s["fingerprint_bits"] for s in f.stages]
+    caps = [s["capacity"] for s in f.stages]
+    assert bits == [bits[0] + k for k in range(len(bits))]
+    assert caps == [caps[0] * 2**k for k in range(len(caps))]
+
+
+def test_growable_scalar_paths_and_deletes_span_stages():
+    f = cuckoo.Filter(100, fingerprint_bits=12, growable=True)
+    for k in range(5000):
+        f.add(k)
+    assert len(f.stages) > 3
+    assert all(k in f for k in range(5000))
+    assert f.count(17) >= 1 and f.add_unique(17) is False and f.add_unique(10**9) is True
+    assert f.discard(3)
+    assert f.discard_many(np.arange(100, 200)).all()
+    assert len(f) == 5000 + 1 - 1 - 100
+    f.remove(4000)
+    assert len(f) == 4899
+    assert all(k in f for k in range(200, 4000))
+    f.clear()
+    assert len(f) == 0 and len(f.stages) == 1
+
+
+def test_growable_unique_batches_see_older_stages():
+    f = cuckoo.Filter(50, fingerprint_bits=16, growable=True)
+    f.add_many(range(1000))
+    new = f.add_unique_many(list(range(500, 1500)) + [1499, 2000, 2000])
+    assert not new[:500].any() and new[500:1000].all()
+    assert list(new[1000:]) == [False, True, False]
+    assert len(f) == 1501
+
+
+def test_fixed_filter_raises_instead_of_growing():
+    f = cuckoo.Filter(100, fingerprint_bits=12)
+    with pytest.raises(cuckoo.FilterFullError) as info:
+        f.add_many(range(10**4))
+    assert len(f) == info.value.inserted and len(f.stages) == 1
+
+
+def test_merging_eight_shards_equals_one_filter_built_from_all_keys():
+    keys = np.random.default_rng(5).integers(0, 2**63, size=10**6, dtype=np.uint64)
+    params = dict(capacity=10**6, fpr=0.001, seed=11)
+    whole = cuckoo.Filter(**params)
+    whole.add_many(keys)
+    shards = []
+    for part in np.array_split(keys, 8):
+        s = cuckoo.Filter(**params)
+        s.add_many(part)
+        shards.append(s)
+    merged = shards[0].copy()
+    for s in shards[1:]:
+        merged |= s
+    assert merged == whole and len(merged) == len(keys)
+    probe = np.concatenate([keys[:10**5], ABSENT[:10**5]])
+    assert (merged.contains_many(probe) == whole.contains_many(probe)).all()
+    assert (merged.count_many(probe) == whole.count_many(probe)).all()
+    tree = (shards[0] | shards[1]) | (shards[2] | shards[3]) | (shards[4] | shards[5]) | (shards[6] | shards[7])
+    assert tree == whole
+
+
+@pytest.mark.parametrize(
+    "other, message",
+    [
+        (dict(capacity=1000, seed=2), "seeds"),
+        (dict(capacity=1000, seed=1, bucket_size=2), "bucket sizes"),
+        (dict(capacity=1000, seed=1, fingerprint_bits=9), "fingerprint widths"),
+        (dict(capacity=5000, seed=1), "capacities"),
+    ],
+)
+def test_merge_of_mismatched_filters_raises_and_changes_nothing(other, message):
+    a = cuckoo.Filter(1000, seed=1)
+    a.add_many(range(500))
+    before = a.copy()
+    b = cuckoo.Filter(**other)
+    b.add_many(range(500, 600))
+    with pytest.raises(ValueError, match=message):
+        a.merge(b)
+    with pytest.raises(ValueError, match=message):
+        a | b
+    assert a == before
+    assert a.__or__(42) is NotImplemented
+
+
+def test_merge_overflow_raises_and_leaves_the_filter_unchanged():
+    a = cuckoo.Filter(1000, fingerprint_bits=12, seed=3)
+    b = cuckoo.Filter(1000, fingerprint_bits=12, seed=3)
+    a.add_many(range(900))
+    b.add_many(range(10**6, 10**6 + 900))
+    before = a.copy()
+    with pytest.raises(cuckoo.FilterFullError):
+        a |= b
+    assert a == before
+
+
+def test_merge_into_a_growable_filter_grows():
+    a = cuckoo.Filter(1000, fingerprint_bits=12, seed=3, growable=True)
+    b = cuckoo.Filter(1000, fingerprint_bits=12, seed=3, growable=True)
+    a.add_many(range(3000))  # grows
+    b.add_many(range(10**6, 10**6 + 5000))  # grows further
+    a |= b
+    assert a.contains_many(list(range(3000)) + list(range(10**6, 10**6 + 5000))).all()
+    assert len(a) == 8000
+
+
+def test_self_merge_doubles_counts():
+    a = cuckoo.Filter(1000, seed=3)
+    a.add_many(range(100))
+    a |= a
+    assert len(a) == 200 and (a.count_many(range(100)) >= 2).all()
+
+
+keys = st.lists(st.integers(0, 300), max_size=150)
+
+
+@settings(max_examples=60, deadline=None)
+@given(keys, keys, st.sampled_from([2, 4, 8]), st.booleans())
+def test_merge_is_a_multiset_union(xs, ys, b, growable):
+    a = cuckoo.Filter(64, fingerprint_bits=16, bucket_size=b, seed=1, growable=growable)
+    o = cuckoo.Filter(64, fingerprint_bits=16, bucket_size=b, seed=1, growable=growable)
+    try:
+        a.add_many(xs)
+        o.add_many(ys)
+        a |= o
+    except cuckoo.FilterFullError:
+        assert not growable
+        return
+    model = Counter(xs) + Counter(ys)
+    assert len(a) == sum(model.values())
+    for k, n in model.items():
+        assert a.count(k) >= n and k in a
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["add", "discard"]), st.integers(0, 2000)), max_size=400))
+def test_growth_keeps_no_false_negatives_and_counts(ops):
+    f = cuckoo.Filter(8, fingerprint_bits=10, growable=True)
+    model: Counter = Counter()
+    for op, k in ops:
+        if op == "add":
+            f.add(k)
+            model[k] += 1
+        elif model[k]:
+            assert f.discard(k)
+            model[k] -= 1
+    assert len(f) == sum(model.values())
+    for k, n in model.items():
+        if n:
+            assert k in f and f.count(k) >= n
