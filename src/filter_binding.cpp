@@ -351,14 +351,14 @@ Keys are int (64-bit, signed or unsigned), bytes, or str (hashed as UTF-8).
         if (!py::isinstance<PyFilter>(other)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
         const PyFilter& o = other.cast<const PyFilter&>();
         if (&o == &self) return py::bool_(true);
-        ReadLock a(self), b(o);
+        ReadLockPair locks(self, o);
         return py::bool_(self.core == o.core);
     }, py::arg("other"));
     cls.def("__ne__", [](const PyFilter& self, const py::handle& other) -> py::object {
         if (!py::isinstance<PyFilter>(other)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
         const PyFilter& o = other.cast<const PyFilter&>();
         if (&o == &self) return py::bool_(false);
-        ReadLock a(self), b(o);
+        ReadLockPair locks(self, o);
         return py::bool_(self.core != o.core);
     }, py::arg("other"));
     cls.attr("__hash__") = py::none();  // mutable, like set
