@@ -71,7 +71,7 @@ class ProgressCounter:
 
 
 MIN_PROGRESS = 100  # counter iterations; a GIL-holding call allows exactly 0
-N_LOOKUPS = 4_000_000
+N_LOOKUPS = 2_000_000
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +124,7 @@ def test_bulk_calls_release_the_gil(loaded, method):
 
 def test_string_inputs_release_the_gil(loaded):
     pa = pytest.importorskip("pyarrow")
-    words = np.char.add(b"key number ", np.arange(1_000_000).astype("S8"))  # 'S19'
+    words = np.char.add(b"key number ", np.arange(400_000).astype("S8"))  # 'S19'
     arrow = pa.array(words.astype(object), type=pa.binary())
     f = cuckoo.Filter(1_000_000, fingerprint_bits=32)
     f.add_many(words[::2])
@@ -186,40 +186,114 @@ def test_concurrent_readers_get_correct_answers(loaded):
     assert mismatches == []
 
 
+MAX_READS = 400  # per reader: bounds every reader loop, so a starved writer fails instead of hanging
+
+
 def test_writer_and_readers():
-    f = cuckoo.Filter(600_000, fingerprint_bits=32)
-    chunks = [np.arange(i * 10_000, (i + 1) * 10_000, dtype=np.uint64) for i in range(50)]
+    f = cuckoo.Filter(400_000, fingerprint_bits=32)
+    chunks = [np.arange(i * 10_000, (i + 1) * 10_000, dtype=np.uint64) for i in range(30)]
     everything = np.concatenate(chunks)
     published = [0]  # keys whose add_many call has returned
     done = threading.Event()
     lost: list = []
-    reads = [0]
+    reads = [0, 0]
 
     def writer():
         try:
             for c in chunks:
                 assert f.add_many(c) == len(c)
                 published[0] += len(c)
-                # discards of keys nobody reads, interleaved with the adds
+                # adds and discards of keys nobody reads, interleaved
                 f.add_many(c + 10**9)
                 f.discard_many(c + 10**9)
         finally:
             done.set()
 
-    def reader():
-        while not done.is_set():
-            upto = published[0]
-            out = f.contains_many(everything)
-            reads[0] += 1
-            if not out[:upto].all():  # a key already added must never be missing
-                lost.append(int(np.argmin(out[:upto])))
+    def reader(k):
+        def run():
+            while not done.is_set() and reads[k] < MAX_READS:
+                upto = published[0]
+                out = f.contains_many(everything)
+                reads[k] += 1
+                if not out[:upto].all():  # a key already added must never be missing
+                    lost.append(int(np.argmin(out[:upto])))
 
-    run_threads([writer, reader, reader])
+        return run
+
+    run_threads([writer, reader(0), reader(1)])
     assert lost == []
-    assert reads[0] > 0
+    assert reads[0] > 0 and reads[1] > 0
     assert len(f) == len(everything)
     assert f.contains_many(everything).all()
     assert f.count_many(everything).max() == 1
+
+
+def test_a_writer_is_not_starved_by_overlapping_readers():
+    # Two readers whose contains_many calls keep overlapping: the read lock is never free. A
+    # writer must still get in (before the readers have done MAX_READS calls each), rather than
+    # wait until every reader stops.
+    # (with glibc's reader-preferring lock alone the writer waited until both readers stopped:
+    # [400, 348] reads when it got in, in a measured run)
+    f = cuckoo.Filter(600_000, fingerprint_bits=32)
+    keys = np.arange(500_000, dtype=np.uint64)
+    reads = [0, 0]
+    reads_when_written: list = []
+    started = threading.Event()
+
+    def reader(k):
+        def run():
+            while not reads_when_written and reads[k] < MAX_READS:
+                f.contains_many(keys)
+                reads[k] += 1
+                if reads[k] == 3:
+                    started.set()
+
+        return run
+
+    def writer():
+        started.wait()
+        f.add_many(keys[:1000])
+        reads_when_written.append(list(reads))
+
+    run_threads([reader(0), reader(1), writer])
+    assert reads_when_written and max(reads_when_written[0]) < MAX_READS, reads_when_written
+    assert f.contains_many(keys[:1000]).all()
+
+
+def test_comparisons_in_both_orders_with_writers_do_not_deadlock():
+    # a == b and b == a read-lock both filters. Writers of both keep getting queued (each holds a
+    # filter alone for a while, GIL released); taking the two read locks in argument order, a
+    # comparison holding a while queued behind b's writer and one holding b while queued behind
+    # a's writer wait for each other forever (this test hung without ReadLockPair).
+    a = cuckoo.Filter(4000, fingerprint_bits=32)
+    b = cuckoo.Filter(4000, fingerprint_bits=32)
+    a.add_many(range(2000))
+    b.add_many(range(2000))
+    extra = np.arange(10**9, 10**9 + 1000, dtype=np.uint64)
+
+    def compare(x, y):
+        def run():
+            for _ in range(1000):
+                _ = x == y  # equal or not, depending on the writers: the locking is the point
+
+        return run
+
+    def write(x):
+        def run():
+            for _ in range(1000):
+                x.add_many(extra)
+                x.discard_many(extra)
+
+        return run
+
+    workers = [compare(a, b), compare(b, a), write(a), write(b)]
+    threads = [threading.Thread(target=w, daemon=True) for w in workers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)  # a guard against hanging the suite, not a speed requirement
+    assert not any(t.is_alive() for t in threads), "deadlock: comparisons and writers never finished"
+    assert a == b and len(a) == 2000
 
 
 def test_concurrent_add_unique_many_marks_each_key_new_exactly_once():
@@ -274,7 +348,8 @@ INTERRUPT_SCRIPT = textwrap.dedent(
     add_outcome, add_latency = run(lambda: f.add_many(keys))
     n = len(f)
     first_present = bool(f.contains_many(keys[:n]).all())
-    rest_present = int(f.contains_many(keys[n:]).sum())
+    rest = np.concatenate([keys[n : n + 500_000], keys[n::50]])
+    rest_present = int(f.contains_many(rest).sum())
     ref = cuckoo.Filter(N, fingerprint_bits=32)
     ref.add_many(keys[:n])
     # 10**10 lookups of one key (a zero-stride view: no memory) would take many seconds
@@ -299,7 +374,7 @@ def test_keyboard_interrupt_stops_add_many_consistently():
     assert r["add_outcome"] == "interrupted"
     assert 0 < r["n"] < r["N"]  # stopped long before the end
     assert r["first_present"]  # the keys it got to are in ...
-    assert r["rest_present"] <= 2  # ... the others are not (32-bit fingerprints: ~0.06 false positives expected)
+    assert r["rest_present"] <= 2  # ... the others are not (32-bit fingerprints: ~0.003 false positives expected)
     assert r["equal_to_prefix"]  # exactly the filter of the first len(f) keys
     assert r["look_outcome"] == "interrupted"
     assert r["len_after"] == r["n"]
