@@ -10,6 +10,16 @@ constexpr bool kHostLittleEndian = !CUCKOO_BIG_ENDIAN;
 
 [[noreturn]] void throw_error_already_set() { throw py::error_already_set(); }
 
+// Converting Python objects is a C loop holding the GIL: no bytecode runs to notice Ctrl-C, and a
+// list of 10^8 keys takes seconds. Run the signal handlers every this many keys (cheap: a flag
+// test; PyErr_CheckSignals does nothing outside the main thread).
+constexpr size_t kKeysPerSignalCheck = size_t(1) << 16;
+
+void push_hash(std::vector<uint64_t>& out, uint64_t h) {
+    out.push_back(h);
+    if ((out.size() & (kKeysPerSignalCheck - 1)) == 0 && PyErr_CheckSignals() != 0) throw_error_already_set();
+}
+
 // Hashes one element of a container, holding a reference to it meanwhile: hashing an object with
 // __index__ runs Python code, which may drop the container's own reference (e.g. by clearing it).
 void append_hash_of_item(const cuckoo::KeyHasher& f, PyObject* item, std::vector<uint64_t>& out) {
@@ -22,7 +32,7 @@ void append_hash_of_item(const cuckoo::KeyHasher& f, PyObject* item, std::vector
     const bool ok = hash_object(f, item, h);
     Py_DECREF(item);
     if (!ok) throw_error_already_set();
-    out.push_back(h);
+    push_hash(out, h);
 }
 
 void append_object_hashes(const cuckoo::KeyHasher& f, PyObject* const* items, Py_ssize_t n, Py_ssize_t step,
@@ -46,18 +56,20 @@ KeyBatch hashes_of_iterable(const cuckoo::KeyHasher& f, const py::handle& keys) 
     } else {
         py::object it = py::reinterpret_steal<py::object>(PyObject_GetIter(o));
         if (!it) {
+            if (!PyErr_ExceptionMatches(PyExc_TypeError)) throw_error_already_set();  // raised by __iter__
             PyErr_Clear();
             throw py::type_error(std::string("keys must be an iterable or array of int, bytes or str, not ") +
                                  type_name(o));
         }
         const Py_ssize_t hint = PyObject_LengthHint(o, 0);
+        if (hint < 0) throw_error_already_set();  // __length_hint__ raised: list(keys) would fail too
         if (hint > 0) b.hashes.reserve(static_cast<size_t>(hint));
         while (PyObject* item = PyIter_Next(it.ptr())) {
             uint64_t h;
             const bool ok = hash_object(f, item, h);
             Py_DECREF(item);
             if (!ok) throw_error_already_set();
-            b.hashes.push_back(h);
+            push_hash(b.hashes, h);
         }
         if (PyErr_Occurred()) throw_error_already_set();
     }
