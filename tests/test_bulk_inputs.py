@@ -574,6 +574,33 @@ def test_bad_key_at_the_end_of_a_long_batch_changes_nothing():
     assert f == before
 
 
+def test_errors_of_the_iterable_itself_propagate():
+    class FailingIter:
+        def __iter__(self):
+            raise RuntimeError("iter failed")
+
+    class FailingHint:
+        def __iter__(self):
+            return self
+
+        def __next__(self):
+            raise StopIteration
+
+        def __length_hint__(self):
+            raise RuntimeError("hint failed")
+
+    f = new_filter()
+    f.add(1)
+    before = f.copy()
+    with pytest.raises(RuntimeError, match="iter failed"):
+        f.add_many(FailingIter())
+    with pytest.raises(RuntimeError, match="hint failed"):  # as list(FailingHint()) does
+        f.add_many(FailingHint())
+    with pytest.raises(TypeError, match="iterable"):
+        f.add_many(object())
+    assert f == before
+
+
 def test_list_mutated_during_conversion_does_not_crash():
     victim: list = []
 
