@@ -323,6 +323,22 @@ def test_growable_key_repeated_many_times():
     assert len(f) == 0
 
 
+def test_count_many_saturates_instead_of_wrapping():
+    # One stage holds at most 2 * 8 copies of a key, and inserts go to the newest stage: 256
+    # copies need 16 stages. (Only one heavy key: each further one would double the stages'
+    # capacity 16 more times.)
+    f = cuckoo.Filter(20, fingerprint_bits=16, bucket_size=8, growable=True)
+    f.add_many([7] * 3 + [5] * 256)
+    assert 16 <= len(f.stages) <= 18 and f.nbytes < 2**24
+    assert [f.count(k) for k in (5, 7, 8)] == [256, 3, 0]
+    counts = f.count_many([5, 7, 8])
+    assert counts.dtype == np.uint8
+    assert counts.tolist() == [255, 3, 0]  # min(count, 255): 256 copies must not read as 0
+    assert f.contains_many([5, 7, 8]).tolist() == [True, True, False]
+    big = np.array([5, 7] * 5000, dtype=np.int64)  # more than one chunk of the wide path
+    assert f.count_many(big).tolist() == [255, 3] * 5000
+
+
 @given(
     ops=st.lists(
         st.tuples(st.sampled_from(["add", "add_unique", "discard"]), st.lists(st.integers(0, 60), max_size=40)),

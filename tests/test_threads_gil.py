@@ -354,8 +354,9 @@ INTERRUPT_SCRIPT = textwrap.dedent(
     rest_present = int(f.contains_many(rest).sum())
     ref = cuckoo.Filter(N, fingerprint_bits=32)
     ref.add_many(keys[:n])
-    # 10**10 lookups of one key (a zero-stride view: no memory) would take many seconds
-    endless = np.broadcast_to(np.uint64(3), (10**10,))
+    # 10**9 lookups of one key (a zero-stride view: no key memory; the result's pages are only
+    # touched as far as the loop gets) would take seconds
+    endless = np.broadcast_to(np.uint64(3), (10**9,))
     look_outcome, look_latency = run(lambda: f.contains_many(endless))
     # Converting a long list of Python keys holds the GIL (before any change; the None at the end
     # makes a conversion that was not interrupted raise TypeError). A timer thread could not run
