@@ -214,6 +214,15 @@ std::vector<KeyBatch> make_batches(const cuckoo::KeyHasher& f, const py::handle&
         return out;
     }
     if (PyObject_CheckBuffer(o)) {
+        // An ndarray subclass may be a masked array: its buffer holds values under the mask too,
+        // which are missing values, not keys. (Plain ndarrays skip the Python call.)
+        static PyObject* ndarray_type = py::object(py::module_::import("numpy").attr("ndarray")).release().ptr();
+        if (Py_TYPE(o) != reinterpret_cast<PyTypeObject*>(ndarray_type) && py::isinstance<py::array>(keys)) {
+            static py::object* is_masked = new py::object(py::module_::import("numpy.ma").attr("is_masked"));
+            if ((*is_masked)(keys).cast<bool>())
+                throw py::value_error("keys contain masked (missing) values: missing values are not keys "
+                                      "(use arr.compressed() to drop them)");
+        }
         out.push_back(batch_of_buffer(f, keys));
         return out;
     }
