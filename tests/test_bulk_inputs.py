@@ -158,6 +158,17 @@ def test_read_only_arrays():
     check_bulk_equals_scalar(lambda: s, [bytes(x) for x in s])
 
 
+def test_masked_arrays_without_masked_values_and_other_subclasses():
+    m = np.ma.array([4, 5, 6], mask=[False, False, False])
+    check_bulk_equals_scalar(lambda: m, [4, 5, 6])
+    check_bulk_equals_scalar(lambda: np.ma.array(["a", "b"]), ["a", "b"])
+    class Tagged(np.ndarray):
+        pass
+
+    t = np.arange(5, dtype=np.int32).view(Tagged)
+    check_bulk_equals_scalar(lambda: t, [0, 1, 2, 3, 4])
+
+
 def test_other_buffer_exporters():
     import array
 
@@ -467,6 +478,7 @@ BAD_NUMPY = [
     ("object array with float", lambda: obj_array(["a", 1.5]), TypeError, "float"),
     ("object array with list", lambda: obj_array([1, [2]]), TypeError, "list"),
     ("U array with a lone surrogate", lambda: np.array(["ok", "\ud800"]), ValueError, "surrogate"),
+    ("masked array with masked values", lambda: np.ma.array([1, 2, 3], mask=[0, 1, 0]), ValueError, "masked"),
 ]
 
 BAD_PYTHON = [
