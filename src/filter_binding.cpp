@@ -11,6 +11,7 @@
 
 #include "errors.hpp"
 #include "keys.hpp"
+#include "memory.hpp"
 
 namespace cuckoo_py {
 
@@ -98,6 +99,18 @@ PyFilter make_filter(const py::handle& capacity, const py::handle& fpr, const py
             throw py::value_error(e.what());
         }
     }
+    uint64_t buckets = 0;
+    try {
+        buckets = cuckoo::bucket_count_for(static_cast<uint64_t>(cap), b);
+    } catch (const std::length_error&) {
+        throw py::value_error("capacity is too large: " + with_commas(static_cast<uint64_t>(cap)) +
+                              " keys, but a filter with bucket_size=" + std::to_string(b) + " holds at most " +
+                              with_commas(static_cast<uint64_t>(static_cast<double>(cuckoo::kMaxBucketCount) * b *
+                                                                cuckoo::design_load(b))) +
+                              " keys (2^32 buckets); split the keys over several filters");
+    }
+    require_memory(cuckoo::PackedTable::data_bytes_for(buckets, b, f),
+                   "Filter(capacity=" + with_commas(static_cast<uint64_t>(cap)) + ", fingerprint_bits=" + std::to_string(f) + ")");
     return PyFilter(cuckoo::StagedFilter(cuckoo::Filter::for_capacity(static_cast<uint64_t>(cap), target, f, b, kicks, s),
                                          growable.ptr() == Py_True));
 }
@@ -140,7 +153,7 @@ py::array_t<T> new_array(uint64_t n) {
 // Runs a read-only batch operation over every part of `keys`, writing results of type T.
 template <class T, class Op>
 py::array_t<T> read_many(const PyFilter& self, const py::handle& keys, Op&& op) {
-    std::vector<KeyBatch> batches = make_batches(self.core.hasher(), keys);
+    std::vector<KeyBatch> batches = make_batches(self.hasher, keys);
     py::array_t<T> out = new_array<T>(total_size(batches));
     T* dst = out.mutable_data();
     SignalCheck stop;
@@ -149,7 +162,7 @@ py::array_t<T> read_many(const PyFilter& self, const py::handle& keys, Op&& op) 
         // Safe without the GIL: the loop reads only the core's table (guarded by the lock) and
         // buffers that `batches` holds exported, and writes only into `out`.
         py::gil_scoped_release nogil;
-        const cuckoo::KeyHasher hasher = self.core.hasher();
+        const cuckoo::KeyHasher hasher = self.hasher;
         for (const KeyBatch& b : batches) {
             const uint64_t done = with_hasher(hasher, b, [&](auto hash_at) { return op(b.size, hash_at, dst, stop); });
             if (done < b.size) break;
@@ -179,7 +192,7 @@ uint64_t insert_batches(PyFilter& self, const std::vector<KeyBatch>& batches, cu
         WriteLock lock(self);
         // Safe without the GIL: see read_many; the write lock keeps every other thread out.
         py::gil_scoped_release nogil;
-        const cuckoo::KeyHasher hasher = self.core.hasher();
+        const cuckoo::KeyHasher hasher = self.hasher;
         for (const KeyBatch& b : batches) {
             const uint64_t n = with_hasher(hasher, b, [&](auto hash_at) {
                 return self.core.insert_batch(b.size, hash_at, mode, was_new ? was_new + done : nullptr, full, stop);
@@ -195,18 +208,18 @@ uint64_t insert_batches(PyFilter& self, const std::vector<KeyBatch>& batches, cu
 
 // Inserts every part of `keys` in order. Returns the number of keys handled.
 uint64_t insert_many(PyFilter& self, const py::handle& keys, cuckoo::Filter::InsertMode mode, bool* was_new) {
-    return insert_batches(self, make_batches(self.core.hasher(), keys), mode, was_new);
+    return insert_batches(self, make_batches(self.hasher, keys), mode, was_new);
 }
 
 py::array_t<bool> discard_many(PyFilter& self, const py::handle& keys) {
-    std::vector<KeyBatch> batches = make_batches(self.core.hasher(), keys);
+    std::vector<KeyBatch> batches = make_batches(self.hasher, keys);
     py::array_t<bool> out = new_array<bool>(total_size(batches));
     bool* dst = out.mutable_data();
     SignalCheck stop;
     {
         WriteLock lock(self);
         py::gil_scoped_release nogil;
-        const cuckoo::KeyHasher hasher = self.core.hasher();
+        const cuckoo::KeyHasher hasher = self.hasher;
         for (const KeyBatch& b : batches) {
             const uint64_t n = with_hasher(hasher, b, [&](auto hash_at) { return self.core.erase_batch(b.size, hash_at, dst, stop); });
             if (n < b.size) break;
@@ -259,7 +272,7 @@ int contains_slot(PyObject* self, PyObject* key) {
     PyFilter* f = filter_of(self);
     if (!f) return -1;
     uint64_t h;
-    if (!hash_object(f->core.hasher(), key, h)) return -1;
+    if (!hash_object(f->hasher, key, h)) return -1;
     try {
         ReadLock lock(*f);
         return f->core.contains_hash(h) ? 1 : 0;
@@ -296,24 +309,24 @@ Keys are int (64-bit, signed or unsigned), bytes, or str (hashed as UTF-8).
 
     // scalar operations
     cls.def("add", [](PyFilter& self, const py::handle& key) {
-        const uint64_t h = hash_key_or_throw(self.core.hasher(), key);
+        const uint64_t h = hash_key_or_throw(self.hasher, key);
         WriteLock lock(self);
         if (!self.core.insert_hash(h)) raise_full(self.core);
     }, py::arg("key"), "Add key (a multiset: adding twice stores it twice). Raises FilterFullError if no room is found; the filter is then unchanged.");
     cls.def("add_unique", [](PyFilter& self, const py::handle& key) {
-        const uint64_t h = hash_key_or_throw(self.core.hasher(), key);
+        const uint64_t h = hash_key_or_throw(self.hasher, key);
         WriteLock lock(self);
         bool was_new = false;
         if (!self.core.insert_unique_hash(h, was_new)) raise_full(self.core);
         return was_new;
     }, py::arg("key"), "Add key unless it is (maybe) present. Returns True if it was added. A false positive makes it return False for a new key.");
     cls.def("discard", [](PyFilter& self, const py::handle& key) {
-        const uint64_t h = hash_key_or_throw(self.core.hasher(), key);
+        const uint64_t h = hash_key_or_throw(self.hasher, key);
         WriteLock lock(self);
         return self.core.erase_hash(h);
     }, py::arg("key"), "Remove one copy of key if present; returns whether one was removed. Only remove keys that were added: removing an absent key that is a false positive deletes another key's fingerprint.");
     cls.def("remove", [](PyFilter& self, const py::handle& key) {
-        const uint64_t h = hash_key_or_throw(self.core.hasher(), key);
+        const uint64_t h = hash_key_or_throw(self.hasher, key);
         WriteLock lock(self);
         if (!self.core.erase_hash(h)) {
             PyErr_SetObject(PyExc_KeyError, key.ptr());  // like set.remove: the key itself
@@ -321,16 +334,16 @@ Keys are int (64-bit, signed or unsigned), bytes, or str (hashed as UTF-8).
         }
     }, py::arg("key"), "Remove one copy of key; raises KeyError if it is absent.");
     cls.def("__contains__", [](const PyFilter& self, const py::handle& key) {
-        const uint64_t h = hash_key_or_throw(self.core.hasher(), key);
+        const uint64_t h = hash_key_or_throw(self.hasher, key);
         ReadLock lock(self);
         return self.core.contains_hash(h);
     }, py::arg("key"));
     cls.def("count", [](const PyFilter& self, const py::handle& key) {
-        const uint64_t h = hash_key_or_throw(self.core.hasher(), key);
+        const uint64_t h = hash_key_or_throw(self.hasher, key);
         ReadLock lock(self);
         return self.core.count_hash(h);
     }, py::arg("key"), "Copies of key's fingerprint in its two buckets: at least the times key was added and not removed.");
-    cls.def("__len__", [](const PyFilter& self) { return self.core.size(); });
+    cls.def("__len__", [](const PyFilter& self) { ReadLock lock(self); return self.core.size(); });
     cls.def("clear", [](PyFilter& self) {
         WriteLock lock(self);
         self.core.clear();
@@ -372,13 +385,13 @@ Keys are int (64-bit, signed or unsigned), bytes, or str (hashed as UTF-8).
         // filter unchanged.
         std::vector<KeyBatch> all;
         for (const py::handle& keys : iterables)
-            for (KeyBatch& b : make_batches(self.core.hasher(), keys)) all.push_back(std::move(b));
+            for (KeyBatch& b : make_batches(self.hasher, keys)) all.push_back(std::move(b));
         insert_batches(self, all, Filter::InsertMode::Always, nullptr);
     }, "Add the keys of every iterable or array given, like set.update.");
     cls.def("add_unique_many", [](PyFilter& self, const py::handle& keys) {
         // Convert the keys once: a second make_batches would find an iterator or generator
         // exhausted (nothing inserted, an uninitialised mask returned).
-        const std::vector<KeyBatch> batches = make_batches(self.core.hasher(), keys);
+        const std::vector<KeyBatch> batches = make_batches(self.hasher, keys);
         py::array_t<bool> out = new_array<bool>(total_size(batches));
         insert_batches(self, batches, Filter::InsertMode::Unique, out.mutable_data());
         return out;
@@ -430,10 +443,13 @@ Keys are int (64-bit, signed or unsigned), bytes, or str (hashed as UTF-8).
 
     // introspection
     cls.def("bucket_indices", [](const PyFilter& self, const py::handle& key) {
-        const cuckoo::KeyHash k = self.core.first().locate(hash_key_or_throw(self.core.hasher(), key));
+        const uint64_t h = hash_key_or_throw(self.hasher, key);
+        ReadLock lock(self);
+        const cuckoo::KeyHash k = self.core.first().locate(h);
         return py::make_tuple(k.i1, k.i2, k.fp);
     }, py::arg("key"), "(i1, i2, fingerprint): the key's two candidate buckets and its fingerprint.");
     cls.def("alt_index", [](const PyFilter& self, const py::handle& index, const py::handle& fingerprint) {
+        ReadLock lock(self);
         const cuckoo::Filter& first = self.core.first();
         const auto i = static_cast<uint64_t>(int_arg(index, "index", 0, static_cast<long long>(first.bucket_count()) - 1));
         const auto fp = static_cast<uint32_t>(int_arg(fingerprint, "fingerprint", 1, (1ll << first.fingerprint_bits()) - 1));
@@ -452,15 +468,15 @@ Keys are int (64-bit, signed or unsigned), bytes, or str (hashed as UTF-8).
     }, "Counters of the insert path since creation: inserts, failed_inserts, kicked_inserts (inserts that moved other fingerprints), moves, buckets_searched.");
 
     // parameters and statistics
-    cls.def_property_readonly("capacity", [](const PyFilter& self) { return self.core.capacity(); }, "Keys the filter was sized for.");
-    cls.def_property_readonly("bucket_count", [](const PyFilter& self) { return self.core.bucket_count(); });
-    cls.def_property_readonly("bucket_size", [](const PyFilter& self) { return self.core.first().bucket_size(); });
-    cls.def_property_readonly("slot_count", [](const PyFilter& self) { return self.core.slot_count(); });
-    cls.def_property_readonly("fingerprint_bits", [](const PyFilter& self) { return self.core.first().fingerprint_bits(); },
+    cls.def_property_readonly("capacity", [](const PyFilter& self) { ReadLock lock(self); return self.core.capacity(); }, "Keys the filter was sized for.");
+    cls.def_property_readonly("bucket_count", [](const PyFilter& self) { ReadLock lock(self); return self.core.bucket_count(); });
+    cls.def_property_readonly("bucket_size", [](const PyFilter& self) { ReadLock lock(self); return self.core.first().bucket_size(); });
+    cls.def_property_readonly("slot_count", [](const PyFilter& self) { ReadLock lock(self); return self.core.slot_count(); });
+    cls.def_property_readonly("fingerprint_bits", [](const PyFilter& self) { ReadLock lock(self); return self.core.first().fingerprint_bits(); },
                               "Fingerprint width f (of the first stage; each growth stage adds one bit).");
-    cls.def_property_readonly("seed", [](const PyFilter& self) { return self.core.first().seed(); });
-    cls.def_property_readonly("max_kicks", [](const PyFilter& self) { return self.core.first().max_kicks(); });
-    cls.def_property_readonly("growable", [](const PyFilter& self) { return self.core.growable(); });
+    cls.def_property_readonly("seed", [](const PyFilter& self) { ReadLock lock(self); return self.core.first().seed(); });
+    cls.def_property_readonly("max_kicks", [](const PyFilter& self) { ReadLock lock(self); return self.core.first().max_kicks(); });
+    cls.def_property_readonly("growable", [](const PyFilter& self) { ReadLock lock(self); return self.core.growable(); });
     cls.def_property_readonly("stages", [](const PyFilter& self) {
         ReadLock lock(self);
         py::list out;
@@ -477,16 +493,17 @@ Keys are int (64-bit, signed or unsigned), bytes, or str (hashed as UTF-8).
         }
         return out;
     }, "One dict per stage (a fixed filter has one; a growable filter adds one each time it grows).");
-    cls.def_property_readonly("load_factor", [](const PyFilter& self) { return self.core.load_factor(); }, "Stored keys / slots.");
-    cls.def_property_readonly("nbytes", [](const PyFilter& self) { return self.core.table_bytes(); }, "Bytes of the packed table.");
+    cls.def_property_readonly("load_factor", [](const PyFilter& self) { ReadLock lock(self); return self.core.load_factor(); }, "Stored keys / slots.");
+    cls.def_property_readonly("nbytes", [](const PyFilter& self) { ReadLock lock(self); return self.core.table_bytes(); }, "Bytes of the packed table.");
     cls.def_property_readonly("bits_per_item", [](const PyFilter& self) {
+        ReadLock lock(self);
         return 8.0 * static_cast<double>(self.core.table_bytes()) / static_cast<double>(self.core.capacity());
     }, "Table bits per key at capacity.");
-    cls.def_property_readonly("expected_fpr", [](const PyFilter& self) { return self.core.expected_fpr(); },
+    cls.def_property_readonly("expected_fpr", [](const PyFilter& self) { ReadLock lock(self); return self.core.expected_fpr(); },
                               "False-positive rate expected at the current load: 1 - (1 - 1/(2^f - 1))^(2 b load).");
-    cls.def_property_readonly("fpr_bound", [](const PyFilter& self) { return self.core.fpr_bound(); },
+    cls.def_property_readonly("fpr_bound", [](const PyFilter& self) { ReadLock lock(self); return self.core.fpr_bound(); },
                               "Upper bound on the false-positive rate, at full load: about 2 b / 2^f.");
-    cls.def_property_readonly("read_only", [](const PyFilter& self) { return !self.core.writable(); });
+    cls.def_property_readonly("read_only", [](const PyFilter& self) { ReadLock lock(self); return !self.core.writable(); });
 
     // `in` through a direct slot (see contains_slot). Set after __contains__ is defined, which
     // stays for explicit calls and introspection.

@@ -17,13 +17,18 @@ namespace cuckoo_py {
 namespace py = pybind11;
 
 struct PyFilter {
-    explicit PyFilter(cuckoo::StagedFilter f) : core(std::move(f)) {}
-    PyFilter(const PyFilter& other) : core(other.core) {}
+    explicit PyFilter(cuckoo::StagedFilter f) : core(std::move(f)), hasher(core.hasher()) {}
+    PyFilter(const PyFilter& other) : core(other.core), hasher(other.hasher) {}
     // Moves the table: without it, returning a new filter by value (the constructor, copy(),
     // |) would copy the table once more and briefly need twice its memory.
-    PyFilter(PyFilter&& other) noexcept : core(std::move(other.core)), backing(std::move(other.backing)) {}
+    PyFilter(PyFilter&& other) noexcept
+        : core(std::move(other.core)), hasher(other.hasher), backing(std::move(other.backing)) {}
 
     cuckoo::StagedFilter core;
+    // The key hasher (it depends only on the seed, which never changes), kept outside `core` so
+    // that keys can be hashed without the lock: core.hasher() reads the stage vector, which a
+    // writer in another thread may be reallocating (a growable filter growing, a merge).
+    const cuckoo::KeyHasher hasher;
     mutable std::shared_mutex mutex;
     mutable std::mutex writer_gate;              // see ReadLock
     mutable std::atomic<int> waiting_writers{0};

@@ -151,15 +151,30 @@ inline size_t encode_utf8(uint32_t c, unsigned char* o) {
 }
 
 // Length of a NumPy 'S' item without its trailing NUL padding (NumPy drops it: the scalar of
-// b"ab" in an 'S4' array is b"ab"). Word at a time: padding is often most of the item.
-inline size_t unpadded_length(const unsigned char* p, size_t len) {
-    while (len >= 8) {
-        const uint64_t w = load_le64(p + len - 8);
-        if (w != 0) return len - static_cast<size_t>(__builtin_clzll(w) / 8);
-        len -= 8;
+// b"ab" in an 'S4' array is b"ab"). Word at a time and without data-dependent branches for the
+// whole words: which words are non-zero becomes a bit mask, and the last of them gives the
+// length (a loop that stops at the last non-zero word mispredicts on every key of mixed length).
+inline size_t unpadded_length(const unsigned char* p, size_t width) {
+    const size_t words = width / 8;
+    const size_t head = width - 8 * words;  // bytes before the first whole word
+    if (words > 0 && words <= 64) {
+        const unsigned char* w0 = p + head;
+        uint64_t nonzero = 0;
+        for (size_t i = 0; i < words; ++i) nonzero |= static_cast<uint64_t>(load_le64(w0 + 8 * i) != 0) << i;
+        if (nonzero) {
+            const unsigned last = 63u - static_cast<unsigned>(__builtin_clzll(nonzero));
+            const uint64_t w = load_le64(w0 + 8 * last);
+            return head + 8 * last + 8 - static_cast<size_t>(__builtin_clzll(w) / 8);
+        }
+        width = head;  // all whole words are padding
     }
-    while (len > 0 && p[len - 1] == 0) --len;
-    return len;
+    while (width >= 8) {  // items of more than 512 bytes
+        const uint64_t w = load_le64(p + width - 8);
+        if (w != 0) return width - static_cast<size_t>(__builtin_clzll(w) / 8);
+        width -= 8;
+    }
+    while (width > 0 && p[width - 1] == 0) --width;
+    return width;
 }
 
 // ---- batches ----------------------------------------------------------------------------------

@@ -30,17 +30,19 @@ struct Exact {
     std::unique_ptr<unsigned char[]> data;
 };
 
-cuckoo::Filter make(uint64_t capacity, unsigned f, unsigned b, uint64_t n, uint64_t seed) {
-    cuckoo::Filter flt = cuckoo::Filter::for_capacity(capacity, 0, f, b, 100, seed);
+// A filter of `n` keys; growable ones are given more keys than their capacity, so they have
+// several stages.
+cuckoo::StagedFilter make(uint64_t capacity, unsigned f, unsigned b, uint64_t n, uint64_t seed, bool growable = false) {
+    cuckoo::StagedFilter flt(cuckoo::Filter::for_capacity(capacity, 0, f, b, 100, seed), growable);
     for (uint64_t i = 0; i < n; ++i) flt.insert_hash(cuckoo::hash_u64(i, seed));
     return flt;
 }
 
 // 0: rejected with FormatError; 1: accepted.
-int read_copy(const std::vector<unsigned char>& v, const cuckoo::Filter* expect) {
+int read_copy(const std::vector<unsigned char>& v, const cuckoo::StagedFilter* expect) {
     Exact e(v);
     try {
-        cuckoo::Filter g = cuckoo::format::from_bytes(e.data.get(), e.size);
+        cuckoo::StagedFilter g = cuckoo::format::from_bytes(e.data.get(), e.size);
         if (expect) check(g == *expect, "accepted copy differs");
         return 1;
     } catch (const cuckoo::FormatError&) {
@@ -51,12 +53,12 @@ int read_copy(const std::vector<unsigned char>& v, const cuckoo::Filter* expect)
 int read_view(const std::vector<unsigned char>& v, bool verify) {
     Exact e(v);
     try {
-        cuckoo::Filter g = cuckoo::format::view_bytes(e.data.get(), e.size, verify);
+        cuckoo::StagedFilter g = cuckoo::format::view_bytes(e.data.get(), e.size, verify);
         // Use it: every lookup must stay inside the buffer.
         uint64_t hits = 0;
         for (uint64_t i = 0; i < 200; ++i) hits += g.contains_hash(cuckoo::hash_u64(i, 1));
-        hits += cuckoo::format::count_nonzero_slots(g.table());
-        cuckoo::Filter c = g;  // an owned, writable copy
+        for (const cuckoo::Filter& st : g.stages()) hits += cuckoo::format::count_nonzero_slots(st.table());
+        cuckoo::StagedFilter c = g;  // an owned, writable copy
         c.insert_hash(12345);
         (void)hits;
         return 1;
@@ -69,18 +71,23 @@ int read_view(const std::vector<unsigned char>& v, bool verify) {
 
 int main() {
     std::mt19937_64 rng(20240601);
-    std::vector<cuckoo::Filter> filters;
+    std::vector<cuckoo::StagedFilter> filters;
     for (unsigned f : {4u, 7u, 12u, 13u, 16u, 25u, 32u})
         for (unsigned b : {2u, 4u, 8u}) filters.push_back(make(40 + rng() % 200, f, b, rng() % 40, rng()));
+    for (unsigned b : {2u, 4u, 8u}) {  // growable, with 3 to 5 stages
+        filters.push_back(make(20, 10, b, 300, rng(), true));
+        check(filters.back().stage_count() >= 3, "growable test filter has several stages");
+    }
 
     // Round trips, and count_nonzero_slots against the per-bucket count.
-    for (const cuckoo::Filter& flt : filters) {
+    for (const cuckoo::StagedFilter& flt : filters) {
         const std::vector<unsigned char> bytes = cuckoo::format::to_bytes(flt);
         check(bytes.size() == cuckoo::format::serialized_size(flt), "size");
         check(bytes.size() % 64 == 0, "size is a multiple of 64");
         check(read_copy(bytes, &flt) == 1, "round trip (copy)");
         check(read_view(bytes, true) == 1 && read_view(bytes, false) == 1, "round trip (view)");
-        check(cuckoo::format::count_nonzero_slots(flt.table()) == flt.count_occupied(), "count");
+        for (const cuckoo::Filter& st : flt.stages())
+            check(cuckoo::format::count_nonzero_slots(st.table()) == st.count_occupied(), "count");
         std::vector<unsigned char> sunk;
         cuckoo::format::write(flt, [&](const unsigned char* p, size_t n) { sunk.insert(sunk.end(), p, p + n); });
         check(sunk == bytes, "write() and to_bytes() agree");
@@ -88,7 +95,7 @@ int main() {
 
     long cases = 0, accepted_views = 0;
     for (int round = 0; round < 20000; ++round) {
-        const cuckoo::Filter& flt = filters[rng() % filters.size()];
+        const cuckoo::StagedFilter& flt = filters[rng() % filters.size()];
         const std::vector<unsigned char> good = cuckoo::format::to_bytes(flt);
         std::vector<unsigned char> bad = good;
         switch (rng() % 4) {

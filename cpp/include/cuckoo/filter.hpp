@@ -75,12 +75,13 @@ inline double design_load(unsigned bucket_size) {
 // 32-bit fingerprints cannot reach fpr.
 inline unsigned fingerprint_bits_for(double fpr, unsigned bucket_size) {
     if (!(fpr > 0.0 && fpr < 1.0)) throw std::invalid_argument("fpr must be in (0, 1)");
-    const double need = std::log2(2.0 * bucket_size / fpr);
-    unsigned f = static_cast<unsigned>(std::ceil(need - 1e-9));
-    if (f < kMinFingerprintBits) f = kMinFingerprintBits;
-    if (f > kMaxFingerprintBits)
+    // Range-checked as a double before the conversion: for a tiny fpr, 2b/fpr overflows to
+    // infinity, and converting that to unsigned is undefined (it gave 4 bits on x86-64).
+    double need = std::ceil(std::log2(2.0 * bucket_size / fpr) - 1e-9);
+    if (!(need <= kMaxFingerprintBits))
         throw std::invalid_argument("fpr is too small: it would need more than 32 fingerprint bits");
-    return f;
+    if (need < kMinFingerprintBits) need = kMinFingerprintBits;
+    return static_cast<unsigned>(need);
 }
 
 // Buckets for `capacity` items at the design load: an even multiple of kBlockBuckets.
@@ -335,14 +336,27 @@ public:
         require_writable();
         if (!same_layout(other)) throw std::invalid_argument("merge_from needs filters of the same layout");
         const Locator loc = locator();
+        const TableProbe probe = table_.probe();
+        // Buckets are read in order; the alternates are random, so they are gathered and
+        // prefetched a block at a time, like the keys of a bulk insert.
+        KeyHash block[kBatchBlock];
+        unsigned pending = 0;
+        auto flush = [&] {
+            for (unsigned j = 0; j < pending; ++j)
+                if (!insert_located(block[j])) return false;
+            pending = 0;
+            return true;
+        };
         for (uint64_t i = 0; i < other.bucket_count(); ++i) {
             for (unsigned s = 0; s < other.bucket_size(); ++s) {
                 const uint32_t fp = other.table_.get(i, s);
                 if (fp == 0) continue;
-                if (!insert_located(KeyHash{i, loc.alt_index(i, fp), fp})) return false;
+                block[pending] = KeyHash{i, loc.alt_index(i, fp), fp};
+                probe.prefetch(block[pending].i2);
+                if (++pending == kBatchBlock && !flush()) return false;
             }
         }
-        return true;
+        return flush();
     }
 
     // ---- rebuilding from serialized parts (cuckoo/format.hpp) ----

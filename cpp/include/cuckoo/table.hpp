@@ -144,6 +144,7 @@ struct TableProbe {
     unsigned bucket_last_byte;
     unsigned lanes_per_word;
     uint32_t lane_div;  // floor(2^16 / f) + 1: the lane of mask bit x is (x * lane_div) >> 16
+    bool may_straddle;  // whether a bucket can span two cache lines
 
     uint64_t load_bits(uint64_t bit) const noexcept {
         // The word's bits from an unaligned position: one 8-byte load plus the following byte,
@@ -209,8 +210,9 @@ struct TableProbe {
     void prefetch(uint64_t bucket) const noexcept {
         const unsigned char* first = data + ((bucket * bucket_bits) >> 3);
         prefetch_read(first);
-        // A bucket may straddle two cache lines; prefetching the same line twice is nearly free.
-        prefetch_read(first + bucket_last_byte);
+        // Buckets of 32, 64, 128 or 256 bits never span two lines of the 64-byte-aligned table;
+        // others sometimes do, and then their last byte's line is wanted too.
+        if (may_straddle) prefetch_read(first + bucket_last_byte);
     }
 };
 
@@ -271,7 +273,8 @@ public:
     // ---- whole buckets (SWAR) ----
     TableProbe probe() const noexcept {
         return TableProbe{bytes_.data(), bucket_bits_, word_mask_, lane_ones_, lane_low_, lane_high_,
-                          word_bits_, words_per_bucket_, bucket_last_byte_, lanes_per_word_, lane_div_};
+                          word_bits_, words_per_bucket_, bucket_last_byte_, lanes_per_word_, lane_div_,
+                          512 % bucket_bits_ != 0};
     }
     uint64_t match_mask(uint64_t bucket, unsigned word, uint32_t fp) const noexcept {
         return probe().match_mask(bucket, word, fp);

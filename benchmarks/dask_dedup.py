@@ -1,0 +1,239 @@
+"""cuckoo.dask on a LocalCluster: build vs a local filter, dedup vs Dask's drop_duplicates.
+
+    python benchmarks/dask_dedup.py                       # 10^7 rows, 16 partitions, 2 workers
+    python benchmarks/dask_dedup.py --rows 1000000 --key str
+
+Needs the `dask` extra. Starts a fresh dask.distributed LocalCluster (worker processes, one thread
+each) for every timed method, generates the data on the workers (N rows, N/2 distinct keys, every
+distinct key exactly twice at random places; int64 keys or Arrow strings) and persists it, then
+times the method (its result persisted on the cluster, not fetched) while a thread samples every worker's RSS
+(psutil, every 50 ms): "peak MiB/worker" is the largest rise above the worker's RSS before the
+method started. The checks (printed, and the exit status is 1 if one fails):
+
+- `build` over N distinct keys in P partitions == Filter(N).add_many(the same keys) built locally;
+- `dedup` keeps a subset of the exact first occurrences, in order, and its mask equals the local
+  Filter(N).add_unique_many(keys) mask; the first occurrences it drops (false positives) are
+  printed beside the expected number (distinct keys x the final filter's expected_fpr, an upper
+  bound on the average over the pass);
+- len(pickle.dumps(filter)) is within 100 bytes of len(filter.to_bytes()).
+"""
+
+from __future__ import annotations
+
+import argparse
+import pickle
+import platform
+import sys
+import threading
+import time
+from typing import Any, Callable, Dict, List, Tuple
+
+import numpy as np
+
+M64 = (1 << 64) - 1
+
+
+def mix(x: np.ndarray) -> np.ndarray:
+    """A bijective 64-bit mixer (the splitmix64 finalizer), as int64."""
+    with np.errstate(over="ignore"):
+        z = x.astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z = z ^ (z >> np.uint64(31))
+    return z.view(np.int64)
+
+
+def bounds(n: int, parts: int) -> List[Tuple[int, int]]:
+    edges = np.linspace(0, n, parts + 1).astype(np.int64)
+    return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
+
+
+def key_ids(n: int, lo: int, hi: int, seed: int) -> np.ndarray:
+    """Rows lo..hi of the dedup data: distinct id = perm[r] mod n/2 (each id exactly twice)."""
+    perm = np.random.default_rng(seed).permutation(n)
+    return perm[lo:hi] % (n // 2)
+
+
+def to_keys(ids: np.ndarray, kind: str) -> Any:
+    import pandas as pd
+
+    k = mix(ids)
+    if kind == "int":
+        return k
+    return pd.array(np.char.add("key-", k.astype("U20")), dtype="string[pyarrow]")
+
+
+def dedup_partition(bounds_: Tuple[int, int], n: int, kind: str, seed: int) -> Any:
+    import pandas as pd
+
+    lo, hi = bounds_
+    return pd.DataFrame({"key": to_keys(key_ids(n, lo, hi, seed), kind), "pos": np.arange(lo, hi, dtype=np.int64)},
+                        index=pd.RangeIndex(lo, hi))
+
+
+def distinct_partition(bounds_: Tuple[int, int], kind: str) -> Any:
+    import pandas as pd
+
+    lo, hi = bounds_
+    return pd.DataFrame({"key": to_keys(np.arange(lo, hi, dtype=np.int64), kind)}, index=pd.RangeIndex(lo, hi))
+
+
+def rss() -> int:
+    import psutil
+
+    return psutil.Process().memory_info().rss
+
+
+class PeakSampler:
+    """Samples every worker's RSS in a thread; peak rise above the starting RSS, per worker."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.base = client.run(rss)
+        self.peak = dict(self.base)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            try:
+                for w, v in self.client.run(rss).items():
+                    self.peak[w] = max(self.peak.get(w, 0), v)
+            except Exception:  # pragma: no cover - cluster shutting down
+                return
+            self.stop.wait(0.05)
+
+    def __enter__(self) -> "PeakSampler":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop.set()
+        self.thread.join()
+        for w, v in self.client.run(rss).items():
+            self.peak[w] = max(self.peak.get(w, 0), v)
+
+    def rises_mib(self) -> List[float]:
+        return [(self.peak[w] - self.base[w]) / 2**20 for w in sorted(self.base)]
+
+
+def on_cluster(args: argparse.Namespace, make: Callable[[Any], Any], run: Callable[[Any, Any], Any],
+               after: Callable[[Any], Any] = lambda out: out) -> Dict[str, Any]:
+    """A fresh cluster: data persisted, then `run(client, ddf)` timed with the memory sampler;
+    `after(result)` (e.g. fetching the result for the checks) runs untimed on the same cluster."""
+    import dask
+    from distributed import Client, LocalCluster, wait
+
+    with dask.config.set({"distributed.worker.daemon": False, "distributed.scheduler.active-memory-manager.start": False}):
+        cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
+                               dashboard_address=None, silence_logs=40, memory_limit=0)
+        client = Client(cluster)
+    try:
+        ddf = make(client).persist()
+        wait(ddf)
+        with PeakSampler(client) as sampler:
+            t0 = time.perf_counter()
+            out = run(client, ddf)
+            seconds = time.perf_counter() - t0
+        return {"seconds": seconds, "peaks": sampler.rises_mib(), "out": after(out)}
+    finally:
+        client.close()
+        cluster.close()
+
+
+def main(argv: Any = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--rows", type=int, default=10_000_000)
+    p.add_argument("--partitions", type=int, default=16)
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--fpr", type=float, default=0.001)
+    p.add_argument("--key", choices=["int", "str"], default="int")
+    p.add_argument("--seed", type=int, default=1)
+    args = p.parse_args(argv)
+    if args.rows < 4 or args.rows % 2:
+        p.error("--rows must be an even number >= 4")
+
+    import dask
+    import dask.dataframe as dd
+    import distributed
+    import pandas as pd
+    from distributed import wait
+
+    import cuckoo
+    import cuckoo.dask as cd
+
+    n, P, kind = args.rows, args.partitions, args.key
+    parts = bounds(n, P)
+    print(f"# {platform.machine()} {platform.python_version()}, dask {dask.__version__}, distributed "
+          f"{distributed.__version__}, pandas {pd.__version__}; {n:,} rows, {P} partitions, "
+          f"{args.workers} worker processes x 1 thread, {kind} keys, fpr {args.fpr}")
+    ok = True
+    rows: List[Tuple[str, float, List[float], str]] = []
+
+    # ---- build: N distinct keys, compared with a local filter ----
+    def make_distinct(client: Any) -> Any:
+        return dd.from_map(distinct_partition, parts, kind=kind, enforce_metadata=False)
+
+    res = on_cluster(args, make_distinct, lambda c, ddf: cd.build(ddf, "key", fpr=args.fpr))
+    built = res["out"]
+    t0 = time.perf_counter()
+    local = cuckoo.Filter(n, fpr=args.fpr)
+    local.add_many(to_keys(np.arange(n, dtype=np.int64), kind))
+    local_s = time.perf_counter() - t0
+    equal = built == local
+    ok &= equal
+    rows.append(("cuckoo.dask.build (cluster)", res["seconds"], res["peaks"], f"== local: {equal}, {built!r}"))
+    rows.append(("Filter.add_many (one process)", local_s, [], "reference for build"))
+    pk, tb = len(pickle.dumps(built)), len(built.to_bytes())
+    ok &= abs(pk - tb) <= 100
+    del local
+
+    # ---- dedup vs drop_duplicates on N rows with N/2 distinct keys ----
+    def make_dups(client: Any) -> Any:
+        return dd.from_map(dedup_partition, parts, n=n, kind=kind, seed=args.seed, enforce_metadata=False)
+
+    def run_dedup(client: Any, ddf: Any) -> Any:
+        out = cd.dedup(ddf, "key", fpr=args.fpr).persist()
+        wait(out)
+        return out
+
+    res = on_cluster(args, make_dups, run_dedup, lambda out: out["pos"].compute().to_numpy())
+    kept_pos = res["out"]
+    all_keys = to_keys(key_ids(n, 0, n, args.seed), kind)
+    first = ~pd.Series(all_keys).duplicated(keep="first").to_numpy()
+    kept = np.zeros(n, bool)
+    kept[kept_pos] = True
+    ref_filter = cuckoo.Filter(n, fpr=args.fpr)
+    ref = ref_filter.add_unique_many(all_keys)
+    in_order = bool(np.all(np.diff(kept_pos) > 0))
+    subset = not bool((kept & ~first).any())
+    same_as_local = bool(np.array_equal(kept, ref))
+    missing = int((first & ~kept).sum())
+    expected = int(first.sum()) * ref_filter.expected_fpr
+    ok &= in_order and subset and same_as_local
+    rows.append(("cuckoo.dask.dedup (cluster)", res["seconds"], res["peaks"],
+                 f"kept {len(kept_pos):,}; first occurrences dropped {missing} (expected <= {expected:.0f}); "
+                 f"subset+ordered: {subset and in_order}; == local mask: {same_as_local}"))
+
+    def run_drop(client: Any, ddf: Any) -> Any:
+        out = ddf.drop_duplicates(subset="key", keep="first").persist()
+        wait(out)
+        return out
+
+    res = on_cluster(args, make_dups, run_drop, len)
+    rows.append(("dask drop_duplicates (cluster)", res["seconds"], res["peaks"], f"kept {res['out']:,} (exact)"))
+
+    print()
+    print(f"| method | seconds | peak MiB/worker (rise) | notes |")
+    print(f"|---|---:|---:|---|")
+    for name, s, peaks, note in rows:
+        mem = " / ".join(f"{x:.0f}" for x in peaks) if peaks else "-"
+        print(f"| {name} | {s:.2f} | {mem} | {note} |")
+    print()
+    print(f"pickle: len(pickle.dumps(f)) = {pk:,}, len(f.to_bytes()) = {tb:,} (difference {pk - tb} bytes)")
+    print("all checks passed" if ok else "A CHECK FAILED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,258 @@
+// Micro-benchmark of the header-only core: ns per key of the bulk and scalar loops, next to a
+// random-gather baseline over an array of the table's size measured in the same run (first and
+// again last, to show drift on a shared machine), and the load reached at the first failed insert.
+//
+//   bench_core [N ...] [--big] [--config F,B ...] [--repeat R] [--seed S]
+//
+//   N            key counts (default 1000000); --big adds 60000000
+//   --config     fingerprint bits and bucket size (default: 16,4 and 12,4)
+//   --repeat     runs per measurement, the fastest is reported (default 3; 1 for N >= 10^7)
+//
+// Keys are the integers 0..N-1 (present) and 2^63 + i (absent), hashed with the filter's seeded
+// XXH64 exactly as the Python binding hashes int keys. Timings are wall-clock
+// (std::chrono::steady_clock) of the loop alone; allocation and zeroing are outside the timed
+// region. Exits non-zero if a present key is not found or the filter cannot hold N keys (the
+// CTest smoke run relies on that).
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cuckoo/filter.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr uint64_t kAbsentBase = uint64_t(1) << 63;
+
+struct Config {
+    unsigned f;
+    unsigned b;
+};
+
+double seconds_since(Clock::time_point t0) {
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Defeats dead-code elimination of results.
+volatile uint64_t g_sink = 0;
+
+template <class Fn>
+double best_of(unsigned repeat, Fn&& fn) {
+    double best = 1e300;
+    for (unsigned r = 0; r < repeat; ++r) best = std::min(best, fn());
+    return best;
+}
+
+struct Row {
+    std::string what;
+    double ns;
+    std::string note;
+};
+
+void print_rows(const std::vector<Row>& rows, double baseline_ns) {
+    for (const Row& r : rows) {
+        std::printf("  %-44s %8.1f ns/key  %5.2fx gather  %s\n", r.what.c_str(), r.ns, r.ns / baseline_ns,
+                    r.note.c_str());
+    }
+}
+
+bool run(uint64_t n, Config c, unsigned repeat, uint64_t seed) {
+    bool ok = true;
+    cuckoo::Filter proto = cuckoo::Filter::for_capacity(n, 0.5, c.f, c.b, 500, seed);
+    const uint64_t table_bytes = proto.table_bytes();
+    std::printf("n=%llu f=%u b=%u: %llu buckets, table %.1f MiB, %.2f bits/key at n, repeat %u\n",
+                static_cast<unsigned long long>(n), c.f, c.b, static_cast<unsigned long long>(proto.bucket_count()),
+                static_cast<double>(table_bytes) / (1 << 20), 8.0 * static_cast<double>(table_bytes) / static_cast<double>(n),
+                repeat);
+    std::vector<Row> rows;
+    const auto present = [&](uint64_t i) { return proto.hash_int(i); };
+    const auto absent = [&](uint64_t i) { return proto.hash_int(kAbsentBase + i); };
+    const auto never = [] { return false; };
+
+    // Baseline: the same hashing, then 1 or 2 independent random 8-byte reads from an array of
+    // the table's size (ByteBuffer: same alignment and huge-page advice as the table).
+    const uint64_t words = std::max<uint64_t>(1, table_bytes / 8);
+    cuckoo::ByteBuffer array(words * 8);
+    {
+        unsigned char* w = array.data();
+        for (uint64_t i = 0; i < words; ++i) cuckoo::store_le64(w + 8 * i, cuckoo::mix64(i));
+    }
+    const unsigned char* base = array.data();
+    const auto gather_one = [&] {
+        return best_of(repeat, [&] {
+            uint64_t sum = 0;
+            const auto t0 = Clock::now();
+            for (uint64_t i = 0; i < n; ++i) {
+                const uint64_t h = proto.hash_int(i);
+                sum += cuckoo::load_le64(base + 8 * cuckoo::reduce32(static_cast<uint32_t>(h), words));
+            }
+            const double s = seconds_since(t0);
+            g_sink = g_sink + sum;
+            return s;
+        }) * 1e9 / static_cast<double>(n);
+    };
+    const double gather1 = gather_one();
+    const double gather2 = best_of(repeat, [&] {
+        uint64_t sum = 0;
+        const auto t0 = Clock::now();
+        for (uint64_t i = 0; i < n; ++i) {
+            const uint64_t h = proto.hash_int(i);
+            sum += cuckoo::load_le64(base + 8 * cuckoo::reduce32(static_cast<uint32_t>(h), words));
+            sum += cuckoo::load_le64(base + 8 * cuckoo::reduce32(static_cast<uint32_t>(h >> 32), words));
+        }
+        const double s = seconds_since(t0);
+        g_sink = g_sink + sum;
+        return s;
+    }) * 1e9 / static_cast<double>(n);
+    rows.push_back({"baseline: hash + 1 random read", gather1, ""});
+    rows.push_back({"baseline: hash + 2 random reads", gather2, ""});
+
+    // insert_batch of n keys into an empty filter (to the design load).
+    cuckoo::Filter filled = proto;
+    const double insert_ns = best_of(repeat, [&] {
+        cuckoo::Filter fl = proto;  // allocation + zeroing outside the timed loop
+        bool full = false;
+        const auto t0 = Clock::now();
+        const uint64_t done = fl.insert_batch(n, present, cuckoo::Filter::InsertMode::Always, nullptr, full, never);
+        const double s = seconds_since(t0);
+        if (done != n) {
+            std::printf("  ERROR: insert_batch stopped at %llu of %llu keys\n", static_cast<unsigned long long>(done),
+                        static_cast<unsigned long long>(n));
+            ok = false;
+        }
+        filled = std::move(fl);
+        return s;
+    }) * 1e9 / static_cast<double>(n);
+    char note[160];
+    std::snprintf(note, sizeof note, "(to load %.4f)", filled.load_factor());
+    rows.push_back({"insert_batch, n keys into an empty filter", insert_ns, note});
+
+    std::vector<uint8_t> out(n);
+    uint64_t hits = 0;
+    const double contains_present = best_of(repeat, [&] {
+        const auto t0 = Clock::now();
+        filled.contains_batch(n, present, out.data(), never);
+        const double s = seconds_since(t0);
+        hits = 0;
+        for (uint8_t x : out) hits += x;
+        return s;
+    }) * 1e9 / static_cast<double>(n);
+    if (hits != n) {
+        std::printf("  ERROR: %llu false negatives\n", static_cast<unsigned long long>(n - hits));
+        ok = false;
+    }
+    rows.push_back({"contains_batch, present keys", contains_present, ""});
+    const double contains_absent = best_of(repeat, [&] {
+        const auto t0 = Clock::now();
+        filled.contains_batch(n, absent, out.data(), never);
+        const double s = seconds_since(t0);
+        hits = 0;
+        for (uint8_t x : out) hits += x;
+        return s;
+    }) * 1e9 / static_cast<double>(n);
+    std::snprintf(note, sizeof note, "(measured fpr %.2e, expected %.2e)", static_cast<double>(hits) / static_cast<double>(n),
+                  filled.expected_fpr());
+    rows.push_back({"contains_batch, absent keys", contains_absent, note});
+
+    const double scalar_present = best_of(repeat, [&] {
+        uint64_t found = 0;
+        const auto t0 = Clock::now();
+        for (uint64_t i = 0; i < n; ++i) found += filled.contains_hash(filled.hash_int(i));
+        const double s = seconds_since(t0);
+        if (found != n) ok = false;
+        g_sink = g_sink + found;
+        return s;
+    }) * 1e9 / static_cast<double>(n);
+    rows.push_back({"scalar contains_hash, present keys", scalar_present, ""});
+    const double scalar_absent = best_of(repeat, [&] {
+        uint64_t found = 0;
+        const auto t0 = Clock::now();
+        for (uint64_t i = 0; i < n; ++i) found += filled.contains_hash(filled.hash_int(kAbsentBase + i));
+        const double s = seconds_since(t0);
+        g_sink = g_sink + found;
+        return s;
+    }) * 1e9 / static_cast<double>(n);
+    rows.push_back({"scalar contains_hash, absent keys", scalar_absent, ""});
+
+    // Fill the same table shape to the first failed insert.
+    {
+        cuckoo::Filter fl = proto;
+        filled = cuckoo::Filter(8, 2, 4, 0, 0);  // release the filled table
+        const uint64_t slots = fl.slot_count();
+        bool full = false;
+        const auto t0 = Clock::now();
+        const uint64_t done = fl.insert_batch(slots + 1, present, cuckoo::Filter::InsertMode::Always, nullptr, full, never);
+        const double s = seconds_since(t0);
+        std::snprintf(note, sizeof note, "(first failure at load %.4f; %llu kicked inserts, %.2f moves each)",
+                      static_cast<double>(done) / static_cast<double>(slots),
+                      static_cast<unsigned long long>(fl.stats().kicked_inserts),
+                      fl.stats().kicked_inserts ? static_cast<double>(fl.stats().moves) / static_cast<double>(fl.stats().kicked_inserts) : 0.0);
+        rows.push_back({"insert_batch to the first failure", s * 1e9 / static_cast<double>(done), note});
+        if (!full) ok = false;
+    }
+    // The machine may be shared: the same baseline once more, to show how much it drifted.
+    rows.push_back({"baseline again (drift check)", gather_one(), ""});
+    print_rows(rows, gather1);
+    std::fflush(stdout);
+    return ok;
+}
+
+[[noreturn]] void usage() {
+    std::fprintf(stderr, "usage: bench_core [N ...] [--big] [--config F,B ...] [--repeat R] [--seed S]\n");
+    std::exit(2);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::vector<uint64_t> sizes;
+    std::vector<Config> configs;
+    int repeat = -1;
+    uint64_t seed = 0;
+    for (int a = 1; a < argc; ++a) {
+        const std::string arg = argv[a];
+        if (arg == "--big") {
+            sizes.push_back(60000000);
+        } else if (arg == "--config" && a + 1 < argc) {
+            unsigned f = 0, b = 0;
+            if (std::sscanf(argv[++a], "%u,%u", &f, &b) != 2) usage();
+            configs.push_back({f, b});
+        } else if (arg == "--repeat" && a + 1 < argc) {
+            repeat = std::atoi(argv[++a]);
+            if (repeat < 1) usage();
+        } else if (arg == "--seed" && a + 1 < argc) {
+            seed = std::strtoull(argv[++a], nullptr, 10);
+        } else if (!arg.empty() && arg[0] != '-') {
+            const uint64_t n = std::strtoull(arg.c_str(), nullptr, 10);
+            if (n == 0) usage();
+            sizes.push_back(n);
+        } else {
+            usage();
+        }
+    }
+    if (sizes.empty()) sizes.push_back(1000000);
+    if (configs.empty()) configs = {{16, 4}, {12, 4}};
+    std::sort(sizes.begin(), sizes.end());
+    bool ok = true;
+    std::printf("cuckoo core micro-benchmark: ns per key (fastest of the runs); 'x gather' = relative to the\n"
+                "hash + 1 random read baseline measured just before, over an array of the table's size\n");
+    for (uint64_t n : sizes) {
+        for (const Config& c : configs) {
+            const unsigned r = repeat > 0 ? static_cast<unsigned>(repeat) : (n >= 10000000 ? 1u : 3u);
+            try {
+                ok &= run(n, c, r, seed);
+            } catch (const std::exception& e) {
+                std::printf("  ERROR: %s\n", e.what());
+                ok = false;
+            }
+        }
+    }
+    return ok ? 0 : 1;
+}

@@ -1,0 +1,328 @@
+// Tests of cpp/include/cuckoo/hash.hpp: XXH64 against published test vectors, every code path of
+// XXH64 (lengths 0..100), hash_u64 == XXH64 of the 8 little-endian bytes, byte-order helpers,
+// mix64 and reduce32.
+//
+// Where the expected values come from:
+//  - kSanity: the XXH64 table of the reference implementation's self-test (xxHash,
+//    cli/xsum_sanity_check.c), over its generated buffer (fill_sanity_buffer below).
+//  - kStrings: commonly published XXH64 values of short strings (xxHash documentation and
+//    other implementations' test suites).
+//  - kLen0to100*: XXH64 of the first 0..100 bytes of the sanity buffer, computed with the
+//    `xxhash` Python package 4.1.0 (the reference C library) during development:
+//      xxhash.xxh64_intdigest(buf[:n], seed) for n in range(101)
+//    Lengths 0..100 reach every branch of XXH64: the < 32-byte path and the 32-byte-stripe path,
+//    each followed by every combination of 8-byte words, a 4-byte word and 0..3 single bytes.
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "check.hpp"
+#include "cuckoo/hash.hpp"
+
+using cuckoo::hash_bytes;
+using cuckoo::hash_u64;
+using cuckoo::xxh64;
+
+namespace {
+
+constexpr uint64_t PRIME32 = 2654435761u;
+constexpr uint64_t PRIME64 = 11400714785074694797ull;
+
+// The reference self-test's buffer: byte i = top byte of PRIME32 * PRIME64^i.
+std::vector<unsigned char> fill_sanity_buffer(size_t len) {
+    std::vector<unsigned char> buf(len);
+    uint64_t gen = PRIME32;
+    for (size_t i = 0; i < len; ++i) {
+        buf[i] = static_cast<unsigned char>(gen >> 56);
+        gen *= PRIME64;
+    }
+    return buf;
+}
+
+struct Vector {
+    size_t len;
+    uint64_t seed;
+    uint64_t expected;
+};
+
+const Vector kSanity[] = {
+    {0, 0, 0xEF46DB3751D8E999ull},   {0, PRIME32, 0xAC75FDA2929B17EFull},
+    {1, 0, 0xE934A84ADB052768ull},   {1, PRIME32, 0x5014607643A9B4C3ull},
+    {4, 0, 0x9136A0DCA57457EEull},   {14, 0, 0x8282DCC4994E35C8ull},
+    {14, PRIME32, 0xC3BD6BF63DEB6DF0ull}, {222, 0, 0xB641AE8CB691C174ull},
+    {222, PRIME32, 0x20CB8AB7AE10C14Aull},
+};
+
+struct StringVector {
+    const char* text;
+    uint64_t seed;
+    uint64_t expected;
+};
+
+const StringVector kStrings[] = {
+    {"", 0, 0xEF46DB3751D8E999ull},
+    {"a", 0, 0xD24EC4F1A98C6E5Bull},
+    {"abc", 0, 0x44BC2CF5AD770999ull},
+    {"ABC", 0, 0xE66AE7354FCFEE98ull},
+    {"xxhash", 0, 0x32DD38952C4BC720ull},
+    {"The quick brown fox jumps over the lazy dog", 0, 0x0B242D361FDA71BCull},
+    {"", 668718853, 0x04E830582A31A119ull},
+    {"a", 191961062, 0x6E05BA2887C97977ull},
+    {"abcdefghijklmnopqrstuvwxyz12345", 0, 0x467605901B01D6F6ull},
+    {"abcdefghijklmnopqrstuvwxyz12345", 877380273, 0x37B562EC5715E132ull},
+};
+
+// Published XXH64 (seed 0) of 8-byte little-endian integers.
+struct U64Vector {
+    uint64_t value;
+    uint64_t expected;
+};
+const U64Vector kU64[] = {
+    {0, 0x34C96ACDCADB1BBBull},
+    {0xC20369A413E28FC1ull, 0xE887D97F3EFE7B44ull},
+    {0xC722205F1C53D89Full, 0x68BEC6640212567Dull},
+    {0x146AEAC22CD734F6ull, 0xECFBB0C2A1E3E878ull},
+    {0x33AF2950D2E525ECull, 0x03760006CA050043ull},
+    {0x50745822FA9B4673ull, 0x199F8B0904FA343Aull},
+};
+
+const uint64_t kLen0to100Seed0[101] = {
+    0xEF46DB3751D8E999ULL, 0xE934A84ADB052768ULL, 0x5D48CD60A77E23FFULL, 0xFF7E1959CB50794AULL,
+    0x9136A0DCA57457EEULL, 0x9B046FB1397F09A5ULL, 0xC72565B7154268A8ULL, 0x6C83909A9F01ED25ULL,
+    0xCDBCF538E71D1348ULL, 0x554B1AE991EDA6B6ULL, 0x5D00E7351392EA84ULL, 0x6345D5746F35DA70ULL,
+    0x0723BF50086EAD9AULL, 0xC2E5013E3C40BCF7ULL, 0x8282DCC4994E35C8ULL, 0x180719316D622D84ULL,
+    0x98C90B57FDFCB55CULL, 0x0D39A2D051A30C2CULL, 0x33E84A4333B2B2EBULL, 0xE91C6EF31FC08F82ULL,
+    0x5F8C68355769439EULL, 0x42B0B8EE353AC461ULL, 0x65C935C6978098B1ULL, 0xD2460ECC840B74DDULL,
+    0xF75A6DEA42DC5BF4ULL, 0x52FAA43C3F20B994ULL, 0x8DB7831EC345F9A3ULL, 0x88945AA08051FC2DULL,
+    0x64CD9E8C96A9E2DDULL, 0x8C8F345B634AC2B9ULL, 0xE2677241D4C46CAFULL, 0x299B39A290E6D783ULL,
+    0x18B216492BB44B70ULL, 0x55C8DC3E578F5B59ULL, 0xD0CE7CBAE371BEB2ULL, 0xCB0AA8E2A7A29707ULL,
+    0x0AE67584084DC6A4ULL, 0x292F5332C92B73CEULL, 0x5F398E2A8478BED3ULL, 0xB888CAF07592B1B3ULL,
+    0x23B3810D7D8B1731ULL, 0x5342C966C7F3D5F4ULL, 0x77454B74F1DBBF63ULL, 0x9904C9350F597190ULL,
+    0x24EC2B3D0E442641ULL, 0x4EC307EBE0A650A4ULL, 0x7DD1C5514B2240EFULL, 0x84A42E167CBD1FEFULL,
+    0xFD0FEEAC7A939933ULL, 0xA91BFF78A7185B66ULL, 0xDFFE9F293DDD101DULL, 0x2332585C18D7483AULL,
+    0x5A0056511F9DD653ULL, 0x4426A2F5C8D59469ULL, 0x39EAF8893520636AULL, 0xAFEA98CC4E92F7E1ULL,
+    0xB7A6414B8D3E2597ULL, 0xF33D64569CD4B1C0ULL, 0x93FA072F0E8FE7CAULL, 0x4F2890576949D6EDULL,
+    0x3378C44F459C290BULL, 0x40D486FDDDAD5CB7ULL, 0x21664C60C551CC87ULL, 0xA9EFBE0FA0F3F4E7ULL,
+    0xEF558F8ACAC2B5CDULL, 0xDE0F20DC2631AF7AULL, 0xCF1E52EDE1C505C4ULL, 0x0965DF7219D2E741ULL,
+    0x1B8378E923B247A7ULL, 0x43F2B606AD9BA362ULL, 0xD9C3413222F1DEA4ULL, 0x3D6ECAB2BCFBE3FFULL,
+    0xEA8573B60D5A8800ULL, 0xE372599E31F8CFFDULL, 0x02B86794A00BDBE8ULL, 0xCA1A21FB24979810ULL,
+    0x60DFF17BEC07766DULL, 0xF4AF74828DE6862DULL, 0x828E4C8C5257CC15ULL, 0x91F7F9D6008299A0ULL,
+    0x99BD5D25EB211099ULL, 0xCB329A8F102F05BCULL, 0x993A0B6E6D5DF0CBULL, 0x818F4CEC407D8CF9ULL,
+    0xAF57F8CD340FB1B6ULL, 0x50789F0F60EBAD3AULL, 0xF3214750C1A6455EULL, 0x8DBE8913BE346D20ULL,
+    0xA130814F81F87E43ULL, 0x0023276D258EDA58ULL, 0x0A0571F769B40C93ULL, 0x14A2F5051E8893C8ULL,
+    0x4FBBE74E062367B0ULL, 0x4B375CEF503586FCULL, 0x6AD4B96E4286EB70ULL, 0xFF9F46BDCC644624ULL,
+    0x105064E743EDD1D9ULL, 0x097B16E4E9B0A2E3ULL, 0x06662519E8393FF2ULL, 0xB51CB5BA2957AB0BULL,
+    0x4BFE019CD91D9EA4ULL,
+};
+const uint64_t kLen0to100SeedPrime32[101] = {
+    0xAC75FDA2929B17EFULL, 0x5014607643A9B4C3ULL, 0x9E93152232D54A39ULL, 0xAA8584E83660F7D1ULL,
+    0xCAAB286BD8E9FDB5ULL, 0x2AF5249930F984ECULL, 0xCA4C6723580E8EF6ULL, 0xF98D03B1AD6F9293ULL,
+    0xFE0C047A5353CDACULL, 0x7908265248F6D73FULL, 0x2A8AE16B86CD2F12ULL, 0xEAA08A8C8BE3CCCFULL,
+    0x8252819F4E506951ULL, 0x4DF437A291CB1039ULL, 0xC3BD6BF63DEB6DF0ULL, 0xD61105C20E91F99FULL,
+    0xC900AD2D536B607EULL, 0x495CD68A647C7A22ULL, 0x2325A30CCA1A66DDULL, 0x06809662799B7D6FULL,
+    0x97218696C2D29602ULL, 0x7FC0BB451B83A633ULL, 0xC4A0DD14BF835C13ULL, 0x4B44E8DE7A396773ULL,
+    0x8B7C67EB59778E22ULL, 0xC4FEC92EAC2C3B8AULL, 0x2C2A80BCAD321466ULL, 0x3401AF8EF28FD410ULL,
+    0x8160FB8C20B48287ULL, 0x5A327C78E4AD6678ULL, 0xB1B2B51C93AF4866ULL, 0xDA673D5FEB5C1D79ULL,
+    0xB3F33BDF93ADE409ULL, 0xE92C292F64BC3071ULL, 0xC509C460280BBB12ULL, 0xECE3515C236504C7ULL,
+    0x57C73F9E3A6FC2C6ULL, 0x7762425B2E89DAD3ULL, 0xE842D306DC53E621ULL, 0x602E74D43465AC3DULL,
+    0x5A57F246772BC540ULL, 0xB213FFB25FEB1CCDULL, 0xAED0CE7EA4202741ULL, 0xA071200735E57A6AULL,
+    0x831B7452E64EB328ULL, 0x66BDA694A1FD3023ULL, 0xD238E617805EA9BBULL, 0xA474B31A5132A541ULL,
+    0x6FFE2F43A24C2302ULL, 0xE858B13C918498ECULL, 0x46521A048859CE7AULL, 0x788846B44826A5D1ULL,
+    0x1C0081F84C6D32DBULL, 0x4270188315F2CC31ULL, 0xB6D6E8B68C7EF7A2ULL, 0xE6D5C88B9135E579ULL,
+    0xB6BD2CBFB6A64017ULL, 0xB9B235447E24CA28ULL, 0xB8D0D6211B80EA15ULL, 0x11E586B470B7224EULL,
+    0xA7C18F722446E5C8ULL, 0x980BDE3212E2F025ULL, 0x128AC6F704B8A0F7ULL, 0x6C911FADB05B6FC2ULL,
+    0xB5EEBA99264CC44FULL, 0xD3F6FF3941E310CAULL, 0xBCE7B3488A29EFB1ULL, 0x1862E884ABDC704CULL,
+    0x25E6F985E36492EFULL, 0x81F00574A346F668ULL, 0xE01652426AA1774CULL, 0xAAB5C313DFAC5A44ULL,
+    0xBDEE6BA43947EB30ULL, 0xF1597384DE9FBD93ULL, 0x5FB940B90D39A1E6ULL, 0x76214D8E3B169CF5ULL,
+    0x9A8133A1DDAF07DBULL, 0xD73AEC54F785E384ULL, 0xD2317E57923E664CULL, 0xE863995625F7AD52ULL,
+    0x5281D5357D0B8AC4ULL, 0x7E77B483A01E4AEDULL, 0x6DBD4234F13A5DC1ULL, 0x0367C5363E62AEC3ULL,
+    0xC7623B4C4E6844C1ULL, 0xB88DA3150AAF44BEULL, 0x56C1A7FB96DE0E82ULL, 0x899E381BD46D1409ULL,
+    0xA3BF96F3D593C759ULL, 0x6779DE8C67483444ULL, 0x9C915D4DA4BE05A6ULL, 0x46F62B0B3D1B66AFULL,
+    0x3190419611427263ULL, 0x821D5495DDDC7C82ULL, 0x553DDDB89F3CB523ULL, 0x72E75A560EF624A3ULL,
+    0x8FF0B4ABEE6F03CCULL, 0x9704E5147FDCC4F4ULL, 0xB2889379EAD9C5CFULL, 0x5C10E54DEC4B0FA9ULL,
+    0x4853706DC9625CAEULL,
+};
+const uint64_t kLen0to100SeedAllOnes[101] = {
+    0x298F4C84B24F5380ULL, 0x8BA3328805E37C90ULL, 0xB717B1919A269B1EULL, 0xD98FF19E5346B786ULL,
+    0x159FBDB3FC3FC1D6ULL, 0xBEB995D7AE545217ULL, 0xAF3B4B8F59105AE4ULL, 0x73BDE04667CA6BF4ULL,
+    0x568E81B1596E8283ULL, 0x82763E2471C59DEDULL, 0x218C6C842D098F10ULL, 0x7D997DF67EA39EF0ULL,
+    0x3076E05B0AB6ECE0ULL, 0xE6918F231CE546F9ULL, 0x8523C9EE6F9548EDULL, 0xABA497CF6BECE3A5ULL,
+    0x2A361A78823233FEULL, 0x29CB6DD1A6236E81ULL, 0xFF625B20F03FDB98ULL, 0xE7F93754D1F15783ULL,
+    0xB9BA0123C7CA2AE9ULL, 0x787F2039AACD0E98ULL, 0x4DF0D8EB1E3762C5ULL, 0x5F0615E4624B7B5AULL,
+    0xD373A914C9BD3051ULL, 0x65BD3487890A1035ULL, 0x14E8362C92E0F405ULL, 0x52F3F65A873054A8ULL,
+    0xC612A9831F4A2971ULL, 0x0AFC5DD93FAE2488ULL, 0xEA9227F1AD3C2B8EULL, 0x6ED1061F61C686E5ULL,
+    0x3A793D9020113C2AULL, 0x3E29B6E70F2543DAULL, 0x8821C24C7CD4BDEDULL, 0xB1CD15559E8D9E94ULL,
+    0xA042F6AAC0F76EACULL, 0x08F65190ED329D00ULL, 0x5527E1283DDF16B5ULL, 0x90AB239BF57108C9ULL,
+    0x5F341658CA9B0367ULL, 0x220ACAEA74214A44ULL, 0x7FF4D3AAE2BD84A5ULL, 0xC056F97503466BD6ULL,
+    0xB55303E9845E0CE8ULL, 0x8852D312A0BD9266ULL, 0xE21BD9E424BE4196ULL, 0x2D10E7F21AE126BEULL,
+    0x6A5F9E480313A87BULL, 0xAD5D54B6DE67C44CULL, 0xA9A55F11C7691914ULL, 0x0F842D45A56CABB7ULL,
+    0x6DC4A982C382338CULL, 0x014FB9E4148830BAULL, 0xC4D06F28A40E800BULL, 0xD531FA419BE5A0B8ULL,
+    0xA919738153CC4190ULL, 0x7EC8053E9A4EAC99ULL, 0xF04CB3E83C56FD3DULL, 0x7DDD2841871EA9D0ULL,
+    0x856B90B2C7960977ULL, 0xA5525F2A705D866EULL, 0x54D261CF24EC8D2BULL, 0x93B7C9E8CE6DE24CULL,
+    0xD48294C0C6D5D9FDULL, 0xD3366084A3FD665BULL, 0x2191863135D39727ULL, 0xC1CDE598DECB6CD2ULL,
+    0xBBB566D6514CC1F8ULL, 0xEE0800EACE367ED0ULL, 0x1484A68CF6A92F64ULL, 0x2B3ABBA0C211D12FULL,
+    0xA4D2C0D78A4E0B88ULL, 0xE2DE1D83F75484E6ULL, 0x28BB2A46432D11B7ULL, 0x492984E855FFA4E1ULL,
+    0x850461720FC725E5ULL, 0x249265FA2CB76072ULL, 0xFFE4459FE51762DCULL, 0xD3B5DF58A69C2E52ULL,
+    0x2213AB7C2EDA7404ULL, 0x11F91C3D9A3E3E89ULL, 0x639CD6C96B32D09FULL, 0x8CCC0F6272336DB8ULL,
+    0x9F7E0CCB26A8F8FFULL, 0x5E665D1BD1DCA0AEULL, 0xCCDA2DBE186D6D91ULL, 0x0B71C04FB8B6716CULL,
+    0x9F3753C70C61D1B5ULL, 0x5AAFC5F4BF43A28FULL, 0x3FE6210CD845A233ULL, 0xFD98AA1D24395CE5ULL,
+    0xFCA30B68787C71EAULL, 0x17DE45C48B6B4C55ULL, 0x7D3F76A4868465A3ULL, 0xD72722F9207F0AD7ULL,
+    0xE88686775216D7F4ULL, 0xC9E6DF68A6919DF6ULL, 0xCBC4667FE6027178ULL, 0x1E6F881AA5EA4549ULL,
+    0x2FE1B1460F4666C4ULL,
+};
+
+// The 8 bytes of v, least significant first, built without memcpy (independent of host order).
+void le_bytes(uint64_t v, unsigned char out[8]) {
+    for (int i = 0; i < 8; ++i) out[i] = static_cast<unsigned char>(v >> (8 * i));
+}
+
+}  // namespace
+
+TEST_CASE(xxh64_reference_sanity_vectors) {
+    const std::vector<unsigned char> buf = fill_sanity_buffer(222);
+    for (const Vector& v : kSanity) {
+        cktest::context() = "len=" + std::to_string(v.len) + " seed=" + std::to_string(v.seed);
+        CHECK_EQ(xxh64(v.len ? buf.data() : nullptr, v.len, v.seed), v.expected);
+        CHECK_EQ(hash_bytes(buf.data(), v.len, v.seed), v.expected);
+    }
+}
+
+TEST_CASE(xxh64_published_strings) {
+    for (const StringVector& v : kStrings) {
+        cktest::context() = std::string("text=\"") + v.text + "\" seed=" + std::to_string(v.seed);
+        CHECK_EQ(xxh64(v.text, std::strlen(v.text), v.seed), v.expected);
+    }
+}
+
+TEST_CASE(xxh64_every_length_0_to_100) {
+    const std::vector<unsigned char> buf = fill_sanity_buffer(101);
+    struct Table {
+        uint64_t seed;
+        const uint64_t* expected;
+    };
+    const Table tables[] = {{0, kLen0to100Seed0}, {PRIME32, kLen0to100SeedPrime32}, {~0ull, kLen0to100SeedAllOnes}};
+    for (const Table& t : tables) {
+        for (size_t len = 0; len <= 100; ++len) {
+            cktest::context() = "len=" + std::to_string(len) + " seed=" + std::to_string(t.seed);
+            CHECK_EQ(xxh64(buf.data(), len, t.seed), t.expected[len]);
+        }
+    }
+}
+
+TEST_CASE(xxh64_does_not_depend_on_alignment) {
+    const std::vector<unsigned char> buf = fill_sanity_buffer(101);
+    std::vector<unsigned char> shifted(101 + 16);
+    for (size_t offset = 0; offset < 16; ++offset) {
+        std::memcpy(shifted.data() + offset, buf.data(), 101);
+        for (size_t len = 0; len <= 100; ++len) {
+            cktest::context() = "offset=" + std::to_string(offset) + " len=" + std::to_string(len);
+            CHECK_EQ(xxh64(shifted.data() + offset, len, 7), xxh64(buf.data(), len, 7));
+        }
+    }
+}
+
+TEST_CASE(xxh64_reads_every_byte_and_no_more) {
+    // Flipping any bit of the input changes the hash; bytes past the end do not matter.
+    for (size_t len = 1; len <= 100; ++len) {
+        std::vector<unsigned char> buf = fill_sanity_buffer(len + 8);
+        const uint64_t h = xxh64(buf.data(), len, 0);
+        for (size_t i = 0; i < len; ++i) {
+            for (int bit = 0; bit < 8; bit += 3) {
+                buf[i] ^= static_cast<unsigned char>(1u << bit);
+                cktest::context() = "len=" + std::to_string(len) + " byte=" + std::to_string(i);
+                CHECK(xxh64(buf.data(), len, 0) != h);
+                buf[i] ^= static_cast<unsigned char>(1u << bit);
+            }
+        }
+        for (size_t i = len; i < len + 8; ++i) buf[i] ^= 0xFF;
+        cktest::context() = "len=" + std::to_string(len);
+        CHECK_EQ(xxh64(buf.data(), len, 0), h);
+    }
+}
+
+TEST_CASE(xxh64_seed_matters) {
+    const std::vector<unsigned char> buf = fill_sanity_buffer(64);
+    for (size_t len : {size_t(0), size_t(1), size_t(8), size_t(31), size_t(32), size_t(64)}) {
+        CHECK(xxh64(buf.data(), len, 0) != xxh64(buf.data(), len, 1));
+        CHECK(xxh64(buf.data(), len, 1) != xxh64(buf.data(), len, uint64_t(1) << 63));
+    }
+}
+
+TEST_CASE(hash_u64_published_values) {
+    for (const U64Vector& v : kU64) {
+        cktest::context() = "value=" + cktest::show(v.value);
+        CHECK_EQ(hash_u64(v.value, 0), v.expected);
+    }
+}
+
+TEST_CASE(hash_u64_equals_xxh64_of_little_endian_bytes) {
+    cktest::Rng rng(1);
+    std::vector<uint64_t> values = {0, 1, 2, 0xFF, 0x100, 0x7FFFFFFFFFFFFFFFull, 0x8000000000000000ull,
+                                    ~0ull, ~0ull - 1, 0x0123456789ABCDEFull, 0xFEDCBA9876543210ull};
+    for (int i = 0; i < 64; ++i) values.push_back(uint64_t(1) << i);
+    for (int i = 0; i < 20000; ++i) values.push_back(rng.next());
+    std::vector<uint64_t> seeds = {0, 1, PRIME32, PRIME64, ~0ull, 0x8000000000000000ull};
+    for (int i = 0; i < 10; ++i) seeds.push_back(rng.next());
+    for (uint64_t seed : seeds) {
+        for (uint64_t v : values) {
+            unsigned char bytes[8];
+            le_bytes(v, bytes);
+            const uint64_t expected = xxh64(bytes, 8, seed);
+            const uint64_t got = hash_u64(v, seed);
+            CHECK_MSG(got == expected, "value=" + cktest::show(v) + " seed=" + cktest::show(seed));
+        }
+    }
+    // A signed key is hashed as its two's-complement bit pattern.
+    unsigned char minus_one[8];
+    std::memset(minus_one, 0xFF, 8);
+    CHECK_EQ(hash_u64(static_cast<uint64_t>(int64_t(-1)), 0), xxh64(minus_one, 8, 0));
+}
+
+TEST_CASE(little_endian_loads_and_stores) {
+    const unsigned char bytes[9] = {0x01, 0x23, 0x45, 0x67, 0x89, 0xAB, 0xCD, 0xEF, 0x55};
+    CHECK_EQ(cuckoo::load_le64(bytes), 0xEFCDAB8967452301ull);
+    CHECK_EQ(cuckoo::load_le64(bytes + 1), 0x55EFCDAB89674523ull);
+    CHECK_EQ(cuckoo::load_le32(bytes), 0x67452301u);
+    CHECK_EQ(cuckoo::load_le32(bytes + 5), 0x55EFCDABu);
+    unsigned char out[10] = {0};
+    cuckoo::store_le64(out + 1, 0x0807060504030201ull);
+    for (int i = 0; i < 8; ++i) CHECK_EQ(out[1 + i], static_cast<unsigned char>(i + 1));
+    CHECK_EQ(out[0], 0);
+    CHECK_EQ(out[9], 0);
+    CHECK_EQ(cuckoo::byteswap64(0x0102030405060708ull), 0x0807060504030201ull);
+    CHECK_EQ(cuckoo::rotl64(0x8000000000000001ull, 1), 0x0000000000000003ull);
+    CHECK_EQ(cuckoo::rotl64(0x0123456789ABCDEFull, 63), 0x8091A2B3C4D5E6F7ull);
+}
+
+TEST_CASE(mix64_is_the_splitmix64_finaliser) {
+    // SplitMix64 seeded with 0 outputs mix64(k * 0x9E3779B97F4A7C15) for k = 1, 2, 3, ...; its
+    // published first outputs:
+    const uint64_t gamma = 0x9E3779B97F4A7C15ull;
+    CHECK_EQ(cuckoo::mix64(gamma), 0xE220A8397B1DCDAFull);
+    CHECK_EQ(cuckoo::mix64(2 * gamma), 0x6E789E6AA1B965F4ull);
+    CHECK_EQ(cuckoo::mix64(3 * gamma), 0x06C45D188009454Full);
+    CHECK_EQ(cuckoo::mix64(0), 0ull);
+    CHECK_EQ(cuckoo::mix64(1), 0x5692161D100B05E5ull);
+    CHECK_EQ(cuckoo::mix64(~0ull), 0xB4D055FCF2CBBD7Bull);
+}
+
+TEST_CASE(reduce32_maps_onto_the_range) {
+    cktest::Rng rng(2);
+    const uint64_t ns[] = {1, 2, 7, 8, 1000, 123456, (uint64_t(1) << 31) + 1, uint64_t(1) << 32};
+    for (uint64_t n : ns) {
+        cktest::context() = "n=" + std::to_string(n);
+        CHECK_EQ(cuckoo::reduce32(0, n), 0u);
+        CHECK_EQ(cuckoo::reduce32(0xFFFFFFFFu, n), n - 1);
+        for (int i = 0; i < 1000; ++i) {
+            const uint32_t x = static_cast<uint32_t>(rng.next());
+            const uint64_t r = cuckoo::reduce32(x, n);
+            CHECK(r < n);
+            // r = floor(x * n / 2^32): r * 2^32 <= x * n < (r + 1) * 2^32 (x * n < 2^64 here).
+            const uint64_t product = static_cast<uint64_t>(x) * n;
+            CHECK((r << 32) <= product && product - (r << 32) < (uint64_t(1) << 32));
+        }
+    }
+}
+
+int main(int argc, char** argv) { return cktest::run_all(argc, argv); }

@@ -1,0 +1,308 @@
+"""Cuckoo filters over Dask collections: build, membership and deduplication on a cluster.
+
+Needs the optional extra ``dask`` (``pip install "fastcuckoo[dask]"``). Every function takes a Dask
+DataFrame (with ``column``), a Dask Series, or a one-dimensional Dask Array of integers, bytes or
+strings, and works with any Dask scheduler; on a ``dask.distributed`` cluster the work runs on the
+workers. The design and its trade-offs are described in docs/distributed.md.
+
+- :func:`build` builds one filter per partition on the workers, all sized for the whole collection
+  (so they merge exactly), and tree-reduces them with ``|``: the result equals (``==``) a filter
+  built locally with ``Filter(len(keys), ...).add_many(keys)``.
+- :func:`contains` (alias :func:`isin`) is a lazy boolean Series/Array; the filter is shipped to
+  the workers once (scattered and broadcast on a distributed client, else one graph key).
+- :func:`dedup` drops every row whose key appeared earlier (in partition order, then row order)
+  with one sequential pass that carries the filter from partition to partition; only the filter
+  and one partition's keys are in a step's memory, and rows never move between workers.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+try:
+    import dask
+    import dask.array as da
+    import dask.sizeof
+    import dask.dataframe as dd
+except ImportError as exc:  # pragma: no cover - only without the extra
+    raise ImportError(
+        "cuckoo.dask needs Dask: pip install 'fastcuckoo[dask]' (or 'dask[dataframe,distributed]')"
+    ) from exc
+
+from ._core import Filter
+
+__all__ = ["build", "contains", "isin", "dedup"]
+
+_DEFAULT_SPLIT_EVERY = 8
+
+
+@dask.sizeof.sizeof.register(Filter)
+def _sizeof_filter(f: Filter) -> int:
+    # The scheduler places tasks by the bytes of their inputs. Without this it would take a filter
+    # for a small Python object and move the (much larger) table to each partition's keys, rather
+    # than the keys to the filter: in dedup's chain that bounced the filter between workers.
+    return int(f.nbytes) + 64
+
+
+# ---- inputs ----
+
+
+def _check_key_dtype(dtype: Any, what: str) -> None:
+    kind = getattr(dtype, "kind", None)
+    if kind == "f" or kind == "c" or kind == "b" or kind in ("m", "M"):
+        raise TypeError(f"{what} has dtype {dtype}: keys must be integers, bytes or str")
+
+
+def _keys(collection: Any, column: Optional[str]) -> Any:
+    """The key column of ``collection`` as a Dask Series or a 1-d Dask Array."""
+    if isinstance(collection, dd.DataFrame):
+        if column is None:
+            if len(collection.columns) != 1:
+                raise ValueError(
+                    f"the DataFrame has {len(collection.columns)} columns: say which holds the keys with column=..."
+                )
+            column = collection.columns[0]
+        if column not in collection.columns:
+            raise KeyError(f"column {column!r} is not in the DataFrame (columns: {list(collection.columns)})")
+        keys = collection[column]
+        _check_key_dtype(keys.dtype, f"column {column!r}")
+        return keys
+    if isinstance(collection, dd.Series):
+        if column is not None:
+            raise ValueError("column=... is for DataFrames; this is a Series")
+        _check_key_dtype(collection.dtype, "the Series")
+        return collection
+    if isinstance(collection, da.Array):
+        if column is not None:
+            raise ValueError("column=... is for DataFrames; this is an Array")
+        if collection.ndim != 1:
+            raise ValueError(f"the Array has {collection.ndim} dimensions: keys must be a 1-d Array (use .ravel())")
+        _check_key_dtype(collection.dtype, "the Array")
+        return collection
+    raise TypeError(
+        f"expected a Dask DataFrame, Series or Array, not {type(collection).__module__}.{type(collection).__qualname__}"
+    )
+
+
+def _partitions(collection: Any) -> List[Any]:
+    """One Delayed per partition (Series/DataFrame) or chunk (1-d Array), in order."""
+    if isinstance(collection, da.Array):
+        return list(collection.to_delayed().ravel())
+    return list(collection.to_delayed())
+
+
+def _column(part: Any, column: Optional[str]) -> Any:
+    if column is None and hasattr(part, "columns"):
+        column = part.columns[0]
+    return part if column is None else part[column]
+
+
+def _total_length(collection: Any) -> int:
+    """The number of rows: from the chunk sizes when known, else one cheap pass of ``len``."""
+    if isinstance(collection, da.Array) and not any(math.isnan(c) for c in collection.chunks[0]):
+        return int(sum(collection.chunks[0]))
+    lengths = dask.compute(*[dask.delayed(len, pure=True)(p) for p in _partitions(collection)])
+    return int(sum(lengths))
+
+
+def _filter_params(total: int, capacity: Optional[int], fpr: Optional[float], seed: int, kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    if "growable" in kwargs and kwargs["growable"]:
+        raise ValueError(
+            "growable=True is not supported here: partition filters must share one capacity to merge exactly"
+        )
+    params = dict(kwargs)
+    params.update(capacity=max(int(total), 1) if capacity is None else capacity, fpr=fpr, seed=seed)
+    # Check the parameters on the client, cheaply (capacity 1), so mistakes raise here, not on a worker.
+    probe = dict(params, capacity=1)
+    Filter(**probe)
+    if not isinstance(params["capacity"], int) or isinstance(params["capacity"], bool):
+        raise TypeError(f"capacity must be an int, not {type(params['capacity']).__name__}")
+    if params["capacity"] <= 0:
+        raise ValueError(f"capacity must be positive, got {params['capacity']}")
+    return params
+
+
+# ---- build ----
+
+
+def _partition_filter(part: Any, column: Optional[str], params: Dict[str, Any]) -> Filter:
+    f = Filter(**params)
+    keys = _column(part, column)
+    if len(keys):
+        f.add_many(keys)
+    return f
+
+
+def _merge_all(filters: Sequence[Filter]) -> Filter:
+    # Merge into a copy: a task must not change its inputs (they may be shared or recomputed).
+    out = filters[0].copy()
+    for g in filters[1:]:
+        out |= g
+    return out
+
+
+def build(
+    collection: Any,
+    column: Optional[str] = None,
+    fpr: Optional[float] = None,
+    capacity: Optional[int] = None,
+    seed: int = 0,
+    *,
+    split_every: int = _DEFAULT_SPLIT_EVERY,
+    **filter_kwargs: Any,
+) -> Filter:
+    """Build one filter holding every key of ``collection`` (a multiset, like ``add_many``).
+
+    Each partition's keys go into a filter on a worker; the partition filters are merged in a
+    tree (``split_every`` at a time) and the result is returned. Every partition filter has the
+    same capacity, seed, bucket size and fingerprint width, so the merges are exact: the result
+    equals ``Filter(capacity, fpr, seed=seed, ...)`` after ``add_many`` of all the keys.
+    ``capacity`` defaults to the number of rows (counted with one pass over the partitions when
+    the Array chunk sizes are unknown or for DataFrames); ``filter_kwargs`` go to ``Filter``
+    (``fingerprint_bits``, ``bucket_size``, ``max_kicks``). A key repeated more than
+    ``2 * bucket_size`` times does not fit (``FilterFullError``): deduplicate such columns first.
+    """
+    if not isinstance(split_every, int) or split_every < 2:
+        raise ValueError(f"split_every must be an int >= 2, got {split_every!r}")
+    keys = _keys(collection, column)
+    total = _total_length(keys) if capacity is None else 0
+    params = _filter_params(total, capacity, fpr, seed, filter_kwargs)
+    level = [dask.delayed(_partition_filter, pure=True)(p, None, params) for p in _partitions(keys)]
+    while len(level) > 1:
+        level = [
+            dask.delayed(_merge_all, pure=True)(level[i : i + split_every]) for i in range(0, len(level), split_every)
+        ]
+    if not level:  # pragma: no cover - Dask collections have at least one partition
+        return Filter(**params)
+    return level[0].compute()
+
+
+# ---- membership ----
+
+
+def _active_client() -> Any:
+    """The distributed client that will run the graph, or None (no client, or another scheduler
+    chosen with ``dask.config.set(scheduler=...)``)."""
+    scheduler = dask.config.get("scheduler", None)
+    if isinstance(scheduler, str) and scheduler not in ("dask.distributed", "distributed"):
+        return None
+    try:
+        from distributed import default_client
+    except ImportError:  # pragma: no cover - dask without distributed
+        return None
+    try:
+        return default_client()
+    except ValueError:
+        return None
+
+
+def _ship(filt: Filter) -> Any:
+    """The filter as one graph dependency: a broadcast future on a distributed client, else a
+    single Delayed key. Either way each task receives the same object; it is sent once per worker."""
+    client = _active_client()
+    if client is not None:
+        return client.scatter(filt, broadcast=True, hash=False)
+    return dask.delayed(filt, name=f"cuckoo-filter-{uuid.uuid4().hex}")
+
+
+def _contains_series(part: Any, filt: Filter) -> Any:
+    import pandas as pd
+
+    return pd.Series(filt.contains_many(part) if len(part) else np.zeros(0, bool), index=part.index, name=part.name)
+
+
+def _contains_block(block: np.ndarray, filt: Filter) -> np.ndarray:
+    return filt.contains_many(block) if len(block) else np.zeros(0, bool)
+
+
+def contains(collection: Any, filt: Filter, column: Optional[str] = None) -> Any:
+    """A lazy boolean Dask Series (for a DataFrame/Series) or Array: True where the key may be in
+    ``filt`` (false positives at the filter's rate, never false negatives).
+
+    The filter travels once: with a ``dask.distributed`` client it is scattered to every worker
+    (``broadcast=True``) and all tasks share that copy; otherwise it is one key of the graph.
+    """
+    if not isinstance(filt, Filter):
+        raise TypeError(f"filt must be a cuckoo.Filter, not {type(filt).__name__}")
+    keys = _keys(collection, column)
+    shipped = _ship(filt)
+    if isinstance(keys, da.Array):
+        return keys.map_blocks(_contains_block, shipped, dtype=bool)
+    import pandas as pd
+
+    return keys.map_partitions(_contains_series, shipped, meta=pd.Series([], dtype=bool, name=keys.name))
+
+
+isin = contains
+
+
+# ---- deduplication ----
+
+
+def _new_filter(params: Dict[str, Any]) -> Filter:
+    return Filter(**params)
+
+
+def _dedup_step(state: Filter, keys: Any) -> Tuple[Filter, np.ndarray]:
+    # A pure task: copy the incoming filter (a memcpy of the table, small next to hashing the keys)
+    # instead of changing it, so a retried or recomputed step sees the state it was given.
+    f = state.copy()
+    mask = f.add_unique_many(keys) if len(keys) else np.zeros(0, bool)
+    return f, np.asarray(mask, dtype=bool)
+
+
+def _keys_of(part: Any, column: Optional[str]) -> Any:
+    return _column(part, column)
+
+
+def _apply_mask(part: Any, mask: np.ndarray) -> Any:
+    if len(mask) != len(part):  # pragma: no cover - a partition that changed between passes
+        raise RuntimeError("a partition changed length between the key pass and the row pass")
+    return part[mask]
+
+
+def dedup(
+    collection: Any,
+    column: Optional[str] = None,
+    fpr: Optional[float] = None,
+    capacity: Optional[int] = None,
+    seed: int = 0,
+    **filter_kwargs: Any,
+) -> Any:
+    """Drop every row whose key appeared earlier, in partition order (then row order): a lazy
+    collection of the same kind with the first occurrence of each key.
+
+    One filter is carried through the partitions in order by a chain of tasks: step ``i`` copies
+    the filter left by step ``i - 1``, inserts partition ``i``'s keys with ``add_unique_many`` and
+    returns the "was new" mask; the rows are then filtered where the partition lives, in parallel.
+    A step holds one filter and one partition's keys; the rows themselves never move. A first
+    occurrence is dropped by mistake only when its fingerprint collides with an earlier key's
+    (about ``fpr`` per distinct key); a repeated key is always dropped. The mask is exactly that of
+    ``Filter(capacity, fpr, seed=seed).add_unique_many(all_keys)`` on one machine.
+
+    ``capacity`` defaults to the number of rows (one pass of ``len`` over the partitions unless
+    an Array's chunk sizes are known); give it to skip that pass when you know a bound on the
+    number of distinct keys.
+    """
+    keys = _keys(collection, column)
+    if isinstance(collection, dd.DataFrame) and column is None:
+        column = collection.columns[0]
+    total = _total_length(keys) if capacity is None else 0
+    params = _filter_params(total, capacity, fpr, seed, filter_kwargs)
+    token = uuid.uuid4().hex
+    parts = _partitions(collection)
+    state = dask.delayed(_new_filter)(params, dask_key_name=f"cuckoo-dedup-filter-{token}")
+    kept = []
+    for i, part in enumerate(parts):
+        part_keys = dask.delayed(_keys_of, pure=True)(part, column) if isinstance(collection, dd.DataFrame) else part
+        step = dask.delayed(_dedup_step, nout=2)(state, part_keys, dask_key_name=f"cuckoo-dedup-step-{i}-{token}")
+        state, mask = step
+        kept.append(dask.delayed(_apply_mask, pure=True)(part, mask))
+    if isinstance(collection, da.Array):
+        return da.concatenate([da.from_delayed(k, shape=(math.nan,), dtype=collection.dtype) for k in kept])
+    # Rows only disappear, so the index bounds of every partition (the divisions) still hold.
+    return dd.from_delayed(kept, meta=collection._meta, divisions=collection.divisions, verify_meta=False)

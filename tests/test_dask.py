@@ -1,0 +1,236 @@
+"""cuckoo.dask against a real dask.distributed LocalCluster (2 worker processes)."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+pytest.importorskip("dask")
+pytest.importorskip("distributed")
+pd = pytest.importorskip("pandas")
+pytest.importorskip("pyarrow")
+
+import dask  # noqa: E402
+import dask.array as da  # noqa: E402
+import dask.dataframe as dd  # noqa: E402
+from distributed import Client, LocalCluster  # noqa: E402
+
+import cuckoo  # noqa: E402
+import cuckoo.dask as cd  # noqa: E402
+
+N = 200_000
+NPART = 8
+
+
+@pytest.fixture(scope="module")
+def client():
+    # Worker processes (not threads): every filter really crosses a process boundary by pickle.
+    with dask.config.set({"distributed.worker.daemon": False}):
+        cluster = LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
+        )
+    c = Client(cluster)
+    try:
+        yield c
+    finally:
+        c.close()
+        cluster.close()
+
+
+def _keys(n: int, unique_fraction: float, seed: int) -> np.ndarray:
+    """n int64 keys, unique_fraction of them distinct; a repeated key appears twice, at random places
+    (a key stored many times fills its two buckets: a multiset filter holds at most 2b copies)."""
+    rng = np.random.default_rng(seed)
+    distinct = rng.integers(-(2**63), 2**63 - 1, size=max(1, int(n * unique_fraction)), dtype=np.int64)
+    keys = np.concatenate([distinct, distinct[: n - len(distinct)]])
+    rng.shuffle(keys)
+    return keys
+
+
+def _frame(keys: np.ndarray, npartitions: int = NPART):
+    pdf = pd.DataFrame({"k": keys, "s": pd.Series(keys.astype(str), dtype="string[pyarrow]"), "pos": np.arange(len(keys))})
+    return pdf, dd.from_pandas(pdf, npartitions=npartitions, sort=False)
+
+
+def _local(keys, capacity=None, **kw) -> cuckoo.Filter:
+    f = cuckoo.Filter(capacity or len(keys), **kw)
+    f.add_many(keys)
+    return f
+
+
+def test_pickle_is_to_bytes():
+    f = _local(_keys(50_000, 1.0, 1))
+    assert abs(len(pickle.dumps(f)) - len(f.to_bytes())) <= 100
+    assert pickle.loads(pickle.dumps(f)) == f
+
+
+def test_build_int_column_equals_local(client):
+    keys = _keys(N, 1.0, 2)
+    pdf, ddf = _frame(keys)
+    f = cd.build(ddf, "k", fpr=0.01, seed=7)
+    ref = _local(keys, fpr=0.01, seed=7)
+    assert f == ref
+    assert len(f) == N and f.capacity == N and f.seed == 7
+    # Not equal to a filter missing one key, nor to a different seed: the comparison has teeth.
+    assert f != _local(keys[:-1], capacity=N, fpr=0.01, seed=7)
+    assert f != _local(keys, fpr=0.01, seed=8)
+
+
+def test_build_string_column_and_series(client):
+    keys = _keys(N // 4, 1.0, 3)
+    pdf, ddf = _frame(keys, 5)
+    ref = _local(pdf["s"])
+    assert cd.build(ddf, "s") == ref
+    assert cd.build(ddf["s"]) == ref
+    assert cd.build(ddf[["s"]]) == ref  # a one-column frame needs no column=
+
+
+def test_build_array_and_options(client):
+    keys = _keys(N // 2, 1.0, 4)
+    arr = da.from_array(keys, chunks=len(keys) // 7 + 1)
+    assert cd.build(arr, fingerprint_bits=20, bucket_size=8) == _local(keys, fingerprint_bits=20, bucket_size=8)
+    # A given capacity is used as is (and skips the length pass); split_every changes the tree only.
+    assert cd.build(arr, capacity=3 * len(keys), split_every=2) == _local(keys, capacity=3 * len(keys))
+
+
+def test_build_with_duplicates_is_a_multiset(client):
+    keys = _keys(N // 4, 0.5, 5)
+    _, ddf = _frame(keys)
+    # Repeated keys share their two buckets, so a filter of them fills up earlier (about 81% load
+    # for keys stored twice with b = 4): give room.
+    f = cd.build(ddf, "k", capacity=2 * len(keys))
+    assert f == _local(keys, capacity=2 * len(keys))
+    assert len(f) == len(keys)
+    assert (f.count_many(keys) >= 2).all()  # every key twice (more only on fingerprint collisions)
+
+
+def test_bad_input():
+    keys = _keys(1000, 1.0, 6)
+    pdf, ddf = _frame(keys, 2)
+    with pytest.raises(ValueError, match="column"):
+        cd.build(ddf)
+    with pytest.raises(KeyError, match="nope"):
+        cd.build(ddf, "nope")
+    with pytest.raises(TypeError, match="float64"):
+        cd.build(ddf.assign(x=ddf["k"] * 0.5), "x")
+    with pytest.raises(TypeError, match="Dask DataFrame, Series or Array"):
+        cd.build(keys)
+    with pytest.raises(ValueError, match="1-d"):
+        cd.build(da.zeros((4, 4), dtype=np.int64, chunks=2))
+    with pytest.raises(ValueError, match="fpr"):
+        cd.build(ddf, "k", fpr=2.0)
+    with pytest.raises(ValueError, match="growable"):
+        cd.build(ddf, "k", growable=True)
+    with pytest.raises(TypeError, match="cuckoo.Filter"):
+        cd.contains(ddf, {1, 2}, "k")
+
+
+def test_contains_series_and_array(client):
+    keys = _keys(N, 1.0, 7)
+    pdf, ddf = _frame(keys)
+    f = _local(keys[::2], capacity=N)
+    mask = cd.contains(ddf, f, "k")
+    assert isinstance(mask, dd.Series)
+    got = mask.compute()
+    expected = f.contains_many(keys)
+    np.testing.assert_array_equal(got.to_numpy(), expected)
+    assert got.index.equals(pdf.index)
+    assert got.to_numpy()[::2].all()  # no false negatives
+    assert got.to_numpy()[1::2].mean() < 0.01  # only false positives among the others
+    # isin is the same function; a string column and a Dask Array work alike.
+    fs = _local(pdf["s"][::3], capacity=N)
+    np.testing.assert_array_equal(cd.isin(ddf, fs, "s").compute().to_numpy(), fs.contains_many(pdf["s"]))
+    arr = da.from_array(keys, chunks=N // 5)
+    amask = cd.contains(arr, f)
+    assert isinstance(amask, da.Array)
+    np.testing.assert_array_equal(amask.compute(), expected)
+    # Usable for filtering rows lazily.
+    assert len(ddf[cd.contains(ddf, f, "k")]) == int(expected.sum())
+
+
+def test_contains_ships_the_filter_once(client):
+    keys = _keys(N, 1.0, 8)
+    _, ddf = _frame(keys, 16)
+    f = _local(keys)
+    mask = cd.contains(ddf, f, "k")
+    # The filter's bytes appear in no task: the 16 partition tasks depend on one scattered key.
+    assert f.to_bytes()[:4096] not in pickle.dumps(dict(mask.__dask_graph__()))
+    who_has = client.who_has()
+    held = [k for k, workers in who_has.items() if str(k).startswith("Filter-")]
+    assert held and all(len(who_has[k]) == 2 for k in held)  # broadcast to both workers
+    np.testing.assert_array_equal(mask.compute().to_numpy(), f.contains_many(keys))
+
+
+def test_contains_without_distributed_client_is_one_graph_key():
+    keys = _keys(20_000, 1.0, 9)
+    arr = da.from_array(keys, chunks=2_000)
+    f = _local(keys[:5000], capacity=len(keys))
+    with dask.config.set(scheduler="threads"):
+        mask = cd.contains(arr, f)
+        graph = pickle.dumps(dict(mask.__dask_graph__()))
+        # One copy of the filter in the whole graph (a single key the 10 block tasks depend on).
+        assert graph.count(f.to_bytes()[:4096]) == 1
+        got = mask.compute()
+    np.testing.assert_array_equal(got, f.contains_many(keys))
+
+
+def _first_occurrence(keys) -> np.ndarray:
+    return ~pd.Series(keys).duplicated(keep="first").to_numpy()
+
+
+@pytest.mark.parametrize("column", ["k", "s"])
+def test_dedup_frame_keeps_first_occurrences(client, column):
+    keys = _keys(N, 0.5, 10)
+    pdf, ddf = _frame(keys)
+    out = cd.dedup(ddf, column, fpr=0.001, seed=3)
+    assert isinstance(out, dd.DataFrame)
+    assert out.npartitions == ddf.npartitions
+    got = out.compute()
+    kept = np.zeros(N, bool)
+    kept[got["pos"].to_numpy()] = True
+    first = _first_occurrence(pdf[column])
+    # Never keeps a repeat (no false negatives), in order, with the rows intact.
+    assert not (kept & ~first).any()
+    assert got["pos"].is_monotonic_increasing
+    pd.testing.assert_frame_equal(got, pdf[kept], check_index_type=False)
+    # Drops a first occurrence only on a fingerprint collision: exactly the local mask.
+    ref = cuckoo.Filter(N, fpr=0.001, seed=3).add_unique_many(pdf[column])
+    np.testing.assert_array_equal(kept, ref)
+    missing = int((first & ~kept).sum())
+    assert missing <= 3 * first.sum() * 0.001 + 10
+    assert first.sum() > 0.45 * N  # the data really has about 50% repeats
+
+
+def test_dedup_array_and_capacity(client):
+    keys = _keys(N // 2, 0.5, 11)
+    arr = da.from_array(keys, chunks=len(keys) // 6 + 1)
+    out = cd.dedup(arr, capacity=len(keys), fpr=0.0001)
+    assert isinstance(out, da.Array)
+    got = out.compute()
+    ref = cuckoo.Filter(len(keys), fpr=0.0001).add_unique_many(keys)
+    np.testing.assert_array_equal(got, keys[ref])
+    assert len(np.unique(got)) == len(got)
+
+
+def test_dedup_is_lazy_and_recomputable(client):
+    keys = _keys(20_000, 0.5, 12)
+    pdf, ddf = _frame(keys, 4)
+    out = cd.dedup(ddf, "k")
+    a = out.compute()
+    b = out.compute()  # tasks are pure: a second run gives the same rows
+    pd.testing.assert_frame_equal(a, b)
+    assert len(out) == len(a)
+    # A Series works alike and keeps its index.
+    s = cd.dedup(ddf["k"]).compute()
+    pd.testing.assert_series_equal(s, a["k"])
+
+
+def test_dask_sizeof_counts_the_table():
+    # The scheduler weighs task inputs by dask.sizeof: a filter must count its table, else dedup's
+    # chain moves the filter to every partition instead of the keys to the filter.
+    from dask.sizeof import sizeof
+
+    f = cuckoo.Filter(100_000)
+    assert sizeof(f) >= f.nbytes > 100_000
