@@ -364,14 +364,14 @@ Keys are int (64-bit, signed or unsigned), bytes, or str (hashed as UTF-8).
         if (!py::isinstance<PyFilter>(other)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
         const PyFilter& o = other.cast<const PyFilter&>();
         if (&o == &self) return py::bool_(true);
-        ReadLock a(self), b(o);
+        ReadLockPair locks(self, o);
         return py::bool_(self.core == o.core);
     }, py::arg("other"));
     cls.def("__ne__", [](const PyFilter& self, const py::handle& other) -> py::object {
         if (!py::isinstance<PyFilter>(other)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
         const PyFilter& o = other.cast<const PyFilter&>();
         if (&o == &self) return py::bool_(false);
-        ReadLock a(self), b(o);
+        ReadLockPair locks(self, o);
         return py::bool_(self.core != o.core);
     }, py::arg("other"));
     cls.attr("__hash__") = py::none();  // mutable, like set
@@ -402,10 +402,23 @@ Keys are int (64-bit, signed or unsigned), bytes, or str (hashed as UTF-8).
         });
     }, py::arg("keys"), "A bool array: whether each key is (maybe) present.");
     cls.def("count_many", [](const PyFilter& self, const py::handle& keys) {
-        return read_many<uint8_t>(self, keys, [&](uint64_t n, auto& hash_at, uint8_t* out, SignalCheck& stop) {
-            return self.core.count_batch(n, hash_at, out, stop);
+        return read_many<uint8_t>(self, keys, [&](uint64_t n, auto& hash_at, uint8_t* out, SignalCheck& stop) -> uint64_t {
+            // One stage holds at most 2 * bucket_size <= 16 copies of a fingerprint: uint8 is
+            // exact. A grown filter sums its stages, which can pass 255: count in 32 bits and
+            // saturate (a uint8 sum wrapped, and 256 copies read as 0, "absent").
+            if (self.core.stages().size() == 1) return self.core.count_batch(n, hash_at, out, stop);
+            constexpr uint64_t kChunk = 4096;
+            std::vector<uint32_t> wide(static_cast<size_t>(std::min(n, kChunk)));
+            for (uint64_t start = 0; start < n; start += kChunk) {
+                const uint64_t len = std::min(kChunk, n - start);
+                auto shifted = [&](uint64_t k) { return hash_at(start + k); };
+                const uint64_t done = self.core.count_batch(len, shifted, wide.data(), stop);
+                for (uint64_t j = 0; j < done; ++j) out[start + j] = static_cast<uint8_t>(std::min<uint32_t>(wide[j], 255));
+                if (done < len) return start + done;
+            }
+            return n;
         });
-    }, py::arg("keys"), "A uint8 array: count(key) for each key.");
+    }, py::arg("keys"), "A uint8 array: count(key) for each key (saturating at 255, which only a grown filter can exceed).");
     cls.def("discard_many", &discard_many, py::arg("keys"), "Discard each key in order; a bool array, True where a copy was removed.");
 
     // merging

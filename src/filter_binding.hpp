@@ -5,6 +5,9 @@
 
 #include <pybind11/pybind11.h>
 
+#include <atomic>
+#include <functional>
+#include <mutex>
 #include <shared_mutex>
 
 #include "cuckoo/staged.hpp"
@@ -27,20 +30,32 @@ struct PyFilter {
     // writer in another thread may be reallocating (a growable filter growing, a merge).
     const cuckoo::KeyHasher hasher;
     mutable std::shared_mutex mutex;
+    mutable std::mutex writer_gate;              // see ReadLock
+    mutable std::atomic<int> waiting_writers{0};
     // What a read-only table view points into (an mmap object), kept alive with the filter.
     py::object backing;
 };
 
 // Lock guards that never block while holding the GIL: a thread waiting for the filter must not
 // stop the thread inside the filter from re-taking the GIL (for signal checks). The uncontended
-// case costs one atomic operation and keeps the GIL.
+// case costs one atomic load and one atomic operation and keeps the GIL.
+//
+// Writers go first: std::shared_mutex (a glibc rwlock) prefers readers, so threads whose
+// contains_many calls keep overlapping would starve add_many forever. A writer that has to wait
+// counts itself in `waiting_writers` and holds `writer_gate` until it has the lock; a reader that
+// sees a waiting writer passes through the gate first, so it queues behind the writer. Two
+// filters read at once must therefore be locked in one global order (ReadLockPair): a reader
+// holding one filter and queued behind a writer of the other is then never waited for by that
+// writer's readers.
 class ReadLock {
 public:
     explicit ReadLock(const PyFilter& f) : mutex_(f.mutex) {
-        if (!mutex_.try_lock_shared()) {
-            py::gil_scoped_release nogil;
-            mutex_.lock_shared();
+        if (f.waiting_writers.load(std::memory_order_acquire) == 0 && mutex_.try_lock_shared()) return;
+        py::gil_scoped_release nogil;
+        if (f.waiting_writers.load(std::memory_order_acquire) != 0) {
+            std::lock_guard<std::mutex> queue_behind_writer(f.writer_gate);
         }
+        mutex_.lock_shared();
     }
     ~ReadLock() { mutex_.unlock_shared(); }
     ReadLock(const ReadLock&) = delete;
@@ -53,10 +68,14 @@ private:
 class WriteLock {
 public:
     explicit WriteLock(const PyFilter& f) : mutex_(f.mutex) {
-        if (!mutex_.try_lock()) {
+        if (mutex_.try_lock()) return;
+        f.waiting_writers.fetch_add(1, std::memory_order_acq_rel);
+        {
             py::gil_scoped_release nogil;
+            std::lock_guard<std::mutex> gate(f.writer_gate);
             mutex_.lock();
         }
+        f.waiting_writers.fetch_sub(1, std::memory_order_acq_rel);
     }
     ~WriteLock() { mutex_.unlock(); }
     WriteLock(const WriteLock&) = delete;
@@ -64,6 +83,16 @@ public:
 
 private:
     std::shared_mutex& mutex_;
+};
+
+// Read locks on two distinct filters, taken in address order (see ReadLock).
+class ReadLockPair {
+public:
+    ReadLockPair(const PyFilter& x, const PyFilter& y)
+        : first_(std::less<const PyFilter*>()(&x, &y) ? x : y), second_(std::less<const PyFilter*>()(&x, &y) ? y : x) {}
+
+private:
+    ReadLock first_, second_;
 };
 
 using FilterClass = py::class_<PyFilter>;

@@ -10,45 +10,66 @@ constexpr bool kHostLittleEndian = !CUCKOO_BIG_ENDIAN;
 
 [[noreturn]] void throw_error_already_set() { throw py::error_already_set(); }
 
+// Converting Python objects is a C loop holding the GIL: no bytecode runs to notice Ctrl-C, and a
+// list of 10^8 keys takes seconds. Run the signal handlers every this many keys (cheap: a flag
+// test; PyErr_CheckSignals does nothing outside the main thread).
+constexpr size_t kKeysPerSignalCheck = size_t(1) << 16;
+
+void push_hash(std::vector<uint64_t>& out, uint64_t h) {
+    out.push_back(h);
+    if ((out.size() & (kKeysPerSignalCheck - 1)) == 0 && PyErr_CheckSignals() != 0) throw_error_already_set();
+}
+
+// Hashes one element of a container, holding a reference to it meanwhile: hashing an object with
+// __index__ runs Python code, which may drop the container's own reference (e.g. by clearing it).
+void append_hash_of_item(const cuckoo::KeyHasher& f, PyObject* item, std::vector<uint64_t>& out) {
+    if (!item) {  // an object array that was never filled holds NULL
+        PyErr_SetString(PyExc_TypeError, "None is not a valid key: keys must be int, bytes or str");
+        throw_error_already_set();
+    }
+    uint64_t h;
+    Py_INCREF(item);
+    const bool ok = hash_object(f, item, h);
+    Py_DECREF(item);
+    if (!ok) throw_error_already_set();
+    push_hash(out, h);
+}
+
 void append_object_hashes(const cuckoo::KeyHasher& f, PyObject* const* items, Py_ssize_t n, Py_ssize_t step,
                           std::vector<uint64_t>& out) {
-    for (Py_ssize_t k = 0; k < n; ++k) {
-        PyObject* item = items[k * step];
-        uint64_t h;
-        if (!item) {  // an object array that was never filled holds NULL
-            PyErr_SetString(PyExc_TypeError, "None is not a valid key: keys must be int, bytes or str");
-            throw_error_already_set();
-        }
-        if (!hash_object(f, item, h)) throw_error_already_set();
-        out.push_back(h);
-    }
+    for (Py_ssize_t k = 0; k < n; ++k) append_hash_of_item(f, items[k * step], out);
 }
 
 KeyBatch hashes_of_iterable(const cuckoo::KeyHasher& f, const py::handle& keys) {
     KeyBatch b;
     b.kind = BufferKind::Hashes;
     PyObject* o = keys.ptr();
-    if (PyList_Check(o) || PyTuple_Check(o)) {
-        py::object fast = py::reinterpret_steal<py::object>(PySequence_Fast(o, "keys"));
-        if (!fast) throw_error_already_set();
-        const Py_ssize_t n = PySequence_Fast_GET_SIZE(fast.ptr());
+    if (PyList_Check(o)) {
+        // Size and item re-read at every step: Python code run by a key's __index__ may change
+        // the list. Like Python's list iterator, the conversion stops where the list now ends.
+        b.hashes.reserve(static_cast<size_t>(PyList_GET_SIZE(o)));
+        for (Py_ssize_t k = 0; k < PyList_GET_SIZE(o); ++k) append_hash_of_item(f, PyList_GET_ITEM(o, k), b.hashes);
+    } else if (PyTuple_Check(o)) {  // immutable: its items live as long as it does
+        const Py_ssize_t n = PyTuple_GET_SIZE(o);
         b.hashes.reserve(static_cast<size_t>(n));
-        append_object_hashes(f, PySequence_Fast_ITEMS(fast.ptr()), n, 1, b.hashes);
+        append_object_hashes(f, PySequence_Fast_ITEMS(o), n, 1, b.hashes);
     } else {
         py::object it = py::reinterpret_steal<py::object>(PyObject_GetIter(o));
         if (!it) {
+            if (!PyErr_ExceptionMatches(PyExc_TypeError)) throw_error_already_set();  // raised by __iter__
             PyErr_Clear();
             throw py::type_error(std::string("keys must be an iterable or array of int, bytes or str, not ") +
                                  type_name(o));
         }
         const Py_ssize_t hint = PyObject_LengthHint(o, 0);
+        if (hint < 0) throw_error_already_set();  // __length_hint__ raised: list(keys) would fail too
         if (hint > 0) b.hashes.reserve(static_cast<size_t>(hint));
         while (PyObject* item = PyIter_Next(it.ptr())) {
             uint64_t h;
             const bool ok = hash_object(f, item, h);
             Py_DECREF(item);
             if (!ok) throw_error_already_set();
-            b.hashes.push_back(h);
+            push_hash(b.hashes, h);
         }
         if (PyErr_Occurred()) throw_error_already_set();
     }
@@ -58,8 +79,19 @@ KeyBatch hashes_of_iterable(const cuckoo::KeyHasher& f, const py::handle& keys) 
 
 // A NumPy-style buffer: integers, 'S', 'U' or objects, one-dimensional, any strides.
 KeyBatch batch_of_buffer(const cuckoo::KeyHasher& f, const py::handle& keys) {
+    if (py::isinstance<py::array>(keys)) {
+        // NumPy cannot export these through the buffer protocol; say what the problem is
+        const char kind = py::reinterpret_borrow<py::array>(keys).dtype().kind();
+        if (kind == 'M' || kind == 'm')
+            throw py::type_error(std::string(kind == 'M' ? "datetime64" : "timedelta64") +
+                                 " arrays are not a batch of keys: keys must be integers, bytes or str "
+                                 "(for their integer values use arr.view('int64'))");
+    }
     py::buffer buf = py::reinterpret_borrow<py::buffer>(keys);
     py::buffer_info info = buf.request();
+    if (info.ndim == 0)
+        throw py::value_error("a 0-dimensional array is a single value, not a batch of keys: pass a one-dimensional "
+                              "array (arr.reshape(1)) or a list ([arr.item()])");
     if (info.ndim != 1)
         throw py::value_error("keys must be a one-dimensional array, got " + std::to_string(info.ndim) +
                               " dimensions (use .ravel())");
@@ -116,7 +148,10 @@ KeyBatch batch_of_buffer(const cuckoo::KeyHasher& f, const py::handle& keys) {
         return h;
     } else if (fmt == "?") {
         throw py::type_error("a boolean array is not a batch of keys (keys must be integers, bytes or str)");
-    } else if (!fmt.empty() && std::strchr("efdgZ", fmt[0])) {
+    } else if (!fmt.empty() && fmt[0] == 'Z') {
+        throw py::type_error("complex arrays are not supported: keys must be integers, bytes or str (got format '" +
+                             std::string(info.format) + "')");
+    } else if (!fmt.empty() && std::strchr("efdg", fmt[0])) {
         throw py::type_error("float arrays are not supported: keys must be integers, bytes or str (got format '" +
                              std::string(info.format) + "')");
     } else {
@@ -179,6 +214,15 @@ std::vector<KeyBatch> make_batches(const cuckoo::KeyHasher& f, const py::handle&
         return out;
     }
     if (PyObject_CheckBuffer(o)) {
+        // An ndarray subclass may be a masked array: its buffer holds values under the mask too,
+        // which are missing values, not keys. (Plain ndarrays skip the Python call.)
+        static PyObject* ndarray_type = py::object(py::module_::import("numpy").attr("ndarray")).release().ptr();
+        if (Py_TYPE(o) != reinterpret_cast<PyTypeObject*>(ndarray_type) && py::isinstance<py::array>(keys)) {
+            static py::object* is_masked = new py::object(py::module_::import("numpy.ma").attr("is_masked"));
+            if ((*is_masked)(keys).cast<bool>())
+                throw py::value_error("keys contain masked (missing) values: missing values are not keys "
+                                      "(use arr.compressed() to drop them)");
+        }
         out.push_back(batch_of_buffer(f, keys));
         return out;
     }
