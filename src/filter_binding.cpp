@@ -324,7 +324,7 @@ Keys are int (64-bit, signed or unsigned), bytes, or str (hashed as UTF-8).
         const uint64_t h = hash_key_or_throw(self.hasher, key);
         WriteLock lock(self);
         return self.core.erase_hash(h);
-    }, py::arg("key"), "Remove one copy of key if present; returns whether one was removed. Only remove keys that were added: removing an absent key that is a false positive deletes another key's fingerprint.");
+    }, py::arg("key"), "Remove one copy of key if present; returns whether one was removed. Only remove keys that were added: removing an absent key that is a false positive deletes another key's fingerprint. In a grown filter, a key whose fingerprint shows in two stages is not removed (False): the stage holding its own copy cannot be told apart.");
     cls.def("remove", [](PyFilter& self, const py::handle& key) {
         const uint64_t h = hash_key_or_throw(self.hasher, key);
         WriteLock lock(self);

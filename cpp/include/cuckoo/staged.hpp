@@ -266,14 +266,22 @@ public:
     }
     bool operator!=(const StagedFilter& o) const { return !(*this == o); }
 
-    // The next stage's geometry: twice the capacity, one more fingerprint bit (at most 32).
+    // The next stage's geometry: twice the capacity of the largest stage, one more fingerprint bit
+    // than the widest (at most 32).
     void grow() {
         if (stages_.size() >= kMaxStages)
             throw FilterFullError("filter is full: a growable filter has at most " + std::to_string(kMaxStages) +
                                   " stages");
+        // From the largest stage so far (merges may have kept smaller stages after it).
+        const Filter* largest = &stages_.front();
+        unsigned widest = 0;
+        for (const Filter& st : stages_) {
+            if (st.capacity() > largest->capacity()) largest = &st;
+            widest = std::max(widest, st.fingerprint_bits());
+        }
+        const unsigned bits = std::min(widest + 1, kMaxFingerprintBits);
+        const uint64_t capacity = largest->capacity() * 2;
         const Filter& last = stages_.back();
-        const unsigned bits = std::min(last.fingerprint_bits() + 1, kMaxFingerprintBits);
-        const uint64_t capacity = last.capacity() * 2;
         stages_.push_back(Filter::for_capacity(capacity, 0.5, bits, last.bucket_size(), last.max_kicks(), last.seed()));
     }
 
