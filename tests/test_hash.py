@@ -27,71 +27,9 @@ import cuckoo
 M32 = (1 << 32) - 1
 M64 = (1 << 64) - 1
 
-# ---- XXH64, from the published algorithm ---------------------------------------------------
-
-P1 = 0x9E3779B185EBCA87
-P2 = 0xC2B2AE3D27D4EB4F
-P3 = 0x165667B19E3779F9
-P4 = 0x85EBCA77C2B2AE63
-P5 = 0x27D4EB2F165667C5
-
-
-def _rotl(x: int, r: int) -> int:
-    return ((x << r) | (x >> (64 - r))) & M64
-
-
-def _round(acc: int, lane: int) -> int:
-    acc = (acc + lane * P2) & M64
-    return (_rotl(acc, 31) * P1) & M64
-
-
-def _merge(acc: int, v: int) -> int:
-    acc ^= _round(0, v)
-    return (acc * P1 + P4) & M64
-
-
-def _lane64(data: bytes, p: int) -> int:
-    return int.from_bytes(data[p : p + 8], "little")
-
-
-def xxh64(data: bytes, seed: int = 0) -> int:
-    n = len(data)
-    p = 0
-    if n >= 32:
-        v1 = (seed + P1 + P2) & M64
-        v2 = (seed + P2) & M64
-        v3 = seed & M64
-        v4 = (seed - P1) & M64
-        while p + 32 <= n:
-            v1 = _round(v1, _lane64(data, p))
-            v2 = _round(v2, _lane64(data, p + 8))
-            v3 = _round(v3, _lane64(data, p + 16))
-            v4 = _round(v4, _lane64(data, p + 24))
-            p += 32
-        h = (_rotl(v1, 1) + _rotl(v2, 7) + _rotl(v3, 12) + _rotl(v4, 18)) & M64
-        for v in (v1, v2, v3, v4):
-            h = _merge(h, v)
-    else:
-        h = (seed + P5) & M64
-    h = (h + n) & M64
-    while p + 8 <= n:
-        h ^= _round(0, _lane64(data, p))
-        h = (_rotl(h, 27) * P1 + P4) & M64
-        p += 8
-    if p + 4 <= n:
-        h ^= (int.from_bytes(data[p : p + 4], "little") * P1) & M64
-        h = (_rotl(h, 23) * P2 + P3) & M64
-        p += 4
-    while p < n:
-        h ^= (data[p] * P5) & M64
-        h = (_rotl(h, 11) * P1) & M64
-        p += 1
-    h ^= h >> 33
-    h = (h * P2) & M64
-    h ^= h >> 29
-    h = (h * P3) & M64
-    h ^= h >> 32
-    return h
+# ---- XXH64: the reference implementation of tests/_format_ref.py, checked here against the
+# published vectors (one Python XXH64 for the whole suite) ---------------------------------
+from _format_ref import xxh64  # noqa: E402
 
 
 # The xxHash project's sanity-check buffer: byte k is the top byte of PRIME32 * PRIME64**k.
