@@ -411,7 +411,7 @@ Keys are int (64-bit, signed or unsigned), bytes, or str (hashed as UTF-8).
             std::vector<uint32_t> wide(static_cast<size_t>(std::min(n, kChunk)));
             for (uint64_t start = 0; start < n; start += kChunk) {
                 const uint64_t len = std::min(kChunk, n - start);
-                auto shifted = [&](uint64_t k) { return hash_at(start + k); };
+                auto shifted = cuckoo::offset_keys(hash_at, start);
                 const uint64_t done = self.core.count_batch(len, shifted, wide.data(), stop);
                 for (uint64_t j = 0; j < done; ++j) out[start + j] = static_cast<uint8_t>(std::min<uint32_t>(wide[j], 255));
                 if (done < len) return start + done;

@@ -17,11 +17,14 @@
 
 #include <cstdint>
 #include <cstring>
+#include <algorithm>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "cuckoo/hash.hpp"
+#include "cuckoo/locate.hpp"
 
 namespace cuckoo_py {
 
@@ -209,6 +212,39 @@ struct KeyBatch {
     std::vector<py::object> keep_alive;
 };
 
+// Integer keys of one dtype in a buffer, as a key source for the core's bulk loops: key k's value
+// is its integer (sign-extended for signed types, zero-extended otherwise), hashed like a Python
+// int. hash_block gathers a block's values into an array and hashes them together with the
+// vectorized cuckoo::hash_u64_block.
+template <class T>
+struct IntKeys {
+    cuckoo::KeyHasher hasher;
+    const unsigned char* base;
+    Py_ssize_t stride;
+    bool swap;
+
+    uint64_t value(uint64_t k) const {
+        T v;
+        std::memcpy(&v, base + static_cast<Py_ssize_t>(k) * stride, sizeof v);
+        if (swap) v = byteswap_value(v);
+        if constexpr (std::is_signed<T>::value) return static_cast<uint64_t>(static_cast<int64_t>(v));
+        else return static_cast<uint64_t>(v);
+    }
+    uint64_t operator()(uint64_t k) const { return hasher.hash_int(value(k)); }
+    void hash_block(uint64_t start, unsigned len, uint64_t* out) const {
+        uint64_t values[cuckoo::kBatchBlock];
+        for (unsigned done = 0; done < len; done += cuckoo::kBatchBlock) {
+            const unsigned part = std::min(len - done, cuckoo::kBatchBlock);
+            if (sizeof(T) == 8 && stride == 8 && !swap) {
+                std::memcpy(values, base + (start + done) * 8, part * sizeof(uint64_t));
+            } else {
+                for (unsigned j = 0; j < part; ++j) values[j] = value(start + done + j);
+            }
+            cuckoo::hash_u64_block(values, part, hasher.seed, out + done);
+        }
+    }
+};
+
 // Runs fn(hash_at) with a hash_at(k) -> uint64_t specialised for the batch's layout: the
 // dispatch on dtype happens once per call, not once per key.
 template <class Fn>
@@ -219,42 +255,20 @@ auto with_hasher(const cuckoo::KeyHasher& f, const KeyBatch& b, Fn&& fn) {
             return fn([h](uint64_t k) { return h[k]; });
         }
         case BufferKind::Int: {
-            const unsigned char* base = b.data;
-            const Py_ssize_t stride = b.stride;
-            auto int_hasher = [&](auto tag) {
-                using T = decltype(tag);
-                const bool swap = b.swap_bytes;
-                return fn([f, base, stride, swap](uint64_t k) {
-                    T v;
-                    std::memcpy(&v, base + static_cast<Py_ssize_t>(k) * stride, sizeof v);
-                    if (swap) v = byteswap_value(v);
-                    // the key is the integer's value: sign-extend signed types, zero-extend unsigned
-                    return f.hash_int(static_cast<uint64_t>(static_cast<int64_t>(v)));
-                });
-            };
-            auto uint_hasher = [&](auto tag) {
-                using T = decltype(tag);
-                const bool swap = b.swap_bytes;
-                return fn([f, base, stride, swap](uint64_t k) {
-                    T v;
-                    std::memcpy(&v, base + static_cast<Py_ssize_t>(k) * stride, sizeof v);
-                    if (swap) v = byteswap_value(v);
-                    return f.hash_int(static_cast<uint64_t>(v));
-                });
-            };
+            auto int_keys = [&](auto tag) { return fn(IntKeys<decltype(tag)>{f, b.data, b.stride, b.swap_bytes}); };
             if (b.is_signed) {
                 switch (b.itemsize) {
-                    case 1: return int_hasher(int8_t{});
-                    case 2: return int_hasher(int16_t{});
-                    case 4: return int_hasher(int32_t{});
-                    default: return int_hasher(int64_t{});
+                    case 1: return int_keys(int8_t{});
+                    case 2: return int_keys(int16_t{});
+                    case 4: return int_keys(int32_t{});
+                    default: return int_keys(int64_t{});
                 }
             }
             switch (b.itemsize) {
-                case 1: return uint_hasher(uint8_t{});
-                case 2: return uint_hasher(uint16_t{});
-                case 4: return uint_hasher(uint32_t{});
-                default: return uint_hasher(uint64_t{});
+                case 1: return int_keys(uint8_t{});
+                case 2: return int_keys(uint16_t{});
+                case 4: return int_keys(uint32_t{});
+                default: return int_keys(uint64_t{});
             }
         }
         case BufferKind::Bytes: {

@@ -804,4 +804,60 @@ TEST_CASE(measured_fpr_matches_expected_fpr) {
     }
 }
 
+// The block kernels (cuckoo/locate.hpp) compute exactly Locator's scalar formulas, in every copy
+// this machine can run (the AVX2 copy only where the CPU has AVX2), for every table geometry:
+// the smallest and largest bucket counts (2^32 included), block counts that are odd or a power of
+// two, and every fingerprint width.
+TEST_CASE(block_kernels_equal_the_scalar_locator) {
+    cktest::Rng rng(50);
+    const uint64_t bucket_counts[] = {8, 16, 24, 4096, 267384, 1000008, (uint64_t(1) << 31) + 8,
+                                      cuckoo::kMaxBucketCount - 8, cuckoo::kMaxBucketCount};
+    using LocateFn = void (*)(const cuckoo::Locator&, uint64_t, unsigned, cuckoo::LocatedBlock&);
+    std::vector<LocateFn> copies{cuckoo::kernels::locate_block_generic, cuckoo::locate_block};
+#if CUCKOO_X86_DISPATCH
+    if (cuckoo::kernels::use_avx2()) copies.push_back(cuckoo::kernels::locate_block_avx2);
+#endif
+    for (uint64_t m : bucket_counts) {
+        for (unsigned f = cuckoo::kMinFingerprintBits; f <= cuckoo::kMaxFingerprintBits; ++f) {
+            const cuckoo::Locator loc{m, m >> cuckoo::kBlockShift, f};
+            const uint64_t bucket_bits = 4 * f;
+            for (LocateFn locate : copies) {
+                cuckoo::LocatedBlock block;
+                for (unsigned round = 0; round < 8; ++round) {
+                    const unsigned len = round == 0 ? cuckoo::kBatchBlock : 1 + static_cast<unsigned>(rng.below(32));
+                    for (unsigned x = 0; x < len; ++x) {
+                        uint64_t h = rng.next();
+                        if (x == 0) h = 0;  // extremes: i1 = 0, smallest fingerprint
+                        if (x == 1) h = ~uint64_t(0);  // i1 = m - 1, largest fingerprint
+                        block.hash[x] = h;
+                    }
+                    locate(loc, bucket_bits, len, block);
+                    for (unsigned x = 0; x < len; ++x) {
+                        const cuckoo::KeyHash k = loc.locate(block.hash[x]);
+                        CHECK_EQ(uint64_t(block.i1[x]), k.i1);
+                        CHECK_EQ(uint64_t(block.i2[x]), k.i2);
+                        CHECK_EQ(block.fp[x], k.fp);
+                        CHECK_EQ(block.bit1[x], k.i1 * bucket_bits);
+                        CHECK_EQ(block.bit2[x], k.i2 * bucket_bits);
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE(block_hash_equals_hash_u64) {
+    cktest::Rng rng(51);
+    uint64_t values[cuckoo::kBatchBlock], out[cuckoo::kBatchBlock];
+    for (unsigned round = 0; round < 64; ++round) {
+        const uint64_t seed = round < 2 ? round : rng.next();
+        const unsigned len = round == 0 ? cuckoo::kBatchBlock : static_cast<unsigned>(rng.below(33));
+        for (unsigned x = 0; x < len; ++x) values[x] = x < 2 ? x : rng.next();
+        cuckoo::hash_u64_block(values, len, seed, out);
+        for (unsigned x = 0; x < len; ++x) CHECK_EQ(out[x], cuckoo::hash_u64(values[x], seed));
+        cuckoo::kernels::hash_u64_block_generic(values, len, seed, out);
+        for (unsigned x = 0; x < len; ++x) CHECK_EQ(out[x], cuckoo::hash_u64(values[x], seed));
+    }
+}
+
 int main(int argc, char** argv) { return cktest::run_all(argc, argv); }

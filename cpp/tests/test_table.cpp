@@ -281,4 +281,31 @@ TEST_CASE(clear_copy_and_view) {
     }
 }
 
+// Tables of 2 MiB and more are mapped at a 2 MiB boundary (so that transparent huge pages can
+// back them), read as zero, and copy and move like the small ones.
+TEST_CASE(large_tables_are_huge_page_aligned_zero_and_copyable) {
+    const uint64_t m = (uint64_t(3) << 20) / 8 + 8;  // 3 MiB and a bit of 16-bit, b = 4 buckets
+    PackedTable t(m, 4, 16);
+    CHECK(t.data_bytes() > (uint64_t(3) << 20));
+#if defined(__linux__)
+    CHECK_EQ(reinterpret_cast<uintptr_t>(t.data()) % (uintptr_t(2) << 20), uintptr_t(0));
+#endif
+    CHECK_EQ(reinterpret_cast<uintptr_t>(t.data()) % cuckoo::kTableAlignment, uintptr_t(0));
+    for (uint64_t i : {uint64_t(0), m / 2, m - 1}) CHECK_EQ(t.occupied(i), 0u);
+    CHECK_EQ(t.data()[t.allocated_bytes() - 1], 0);  // the padding is readable and zero
+    t.set(m - 1, 3, 0xBEEF);
+    t.set(0, 0, 0x1234);
+    PackedTable c = t;
+    CHECK(c.data() != t.data());
+    CHECK_EQ(c.get(m - 1, 3), 0xBEEFu);
+    CHECK_EQ(c.get(0, 0), 0x1234u);
+    c.clear();
+    CHECK_EQ(c.get(m - 1, 3), 0u);
+    CHECK_EQ(t.get(m - 1, 3), 0xBEEFu);
+    PackedTable moved = std::move(t);
+    CHECK_EQ(moved.get(0, 0), 0x1234u);
+    moved = c;  // assignment releases the old mapping and copies
+    CHECK_EQ(moved.get(0, 0), 0u);
+}
+
 int main(int argc, char** argv) { return cktest::run_all(argc, argv); }

@@ -1,22 +1,6 @@
 // The cuckoo filter of Fan, Andersen, Kaminsky and Mitzenmacher (CoNEXT 2014): partial-key cuckoo
-// hashing of short fingerprints into buckets of b slots.
-//
-//   h  = hash(key, seed)                 one 64-bit hash per key
-//   i1 = reduce(low 32 bits of h, m)     m buckets, any even multiple of kBlockBuckets
-//   fp = 1 + reduce(high 32 bits of h, 2^f - 1)   f bits, never 0 (0 marks an empty slot)
-//   i2 = alt(i1, fp)
-//
-// Table sizes that are not a power of two. The paper's alt(i, fp) = i XOR H(fp) needs m to be a
-// power of two, which doubles the memory of an unlucky capacity. Here the table is a sequence of
-// blocks of kBlockBuckets = 8 buckets; a bucket index is (block, offset) and
-//
-//   alt((block, offset), fp) = ((hb(fp) - block) mod block_count, offset XOR ho(fp))
-//
-// with hb(fp) in [0, block_count) and ho(fp) in [1, 7]. Both components are involutions (a
-// reflection and an XOR), so alt(alt(i, fp), fp) == i for every i and fp; the offset always
-// changes (ho != 0), so alt(i, fp) != i. Unlike XOR inside small blocks, the reflection spreads
-// the alternate over the whole table, so the cuckoo graph stays as random as in a power-of-two
-// table and the load reached before the first failure is the same (~95.5% for b = 4).
+// hashing of short fingerprints into buckets of b slots. How a key hash becomes its two buckets
+// and its fingerprint (and why tables need not be a power of two) is in cuckoo/locate.hpp.
 //
 // Insertion: an empty slot in i1, else in i2, else a breadth-first search for the shortest chain
 // of moves that ends at an empty slot, visiting at most max_kicks buckets. The chain is only
@@ -33,6 +17,7 @@
 #include <vector>
 
 #include "cuckoo/hash.hpp"
+#include "cuckoo/locate.hpp"
 #include "cuckoo/table.hpp"
 
 namespace cuckoo {
@@ -54,10 +39,7 @@ public:
 
 constexpr unsigned kMinFingerprintBits = 4;
 constexpr unsigned kMaxFingerprintBits = 32;
-constexpr uint64_t kBlockBuckets = 8;
-constexpr unsigned kBlockShift = 3;
 constexpr uint64_t kMaxBucketCount = uint64_t(1) << 32;  // bucket index comes from 32 hash bits
-constexpr unsigned kBatchBlock = 32;  // keys hashed and prefetched together in bulk loops
 
 inline bool valid_bucket_size(unsigned b) { return b == 2 || b == 4 || b == 8; }
 
@@ -100,43 +82,6 @@ inline double expected_fpr(unsigned fingerprint_bits, unsigned bucket_size, doub
     const double p = 1.0 / (std::ldexp(1.0, static_cast<int>(fingerprint_bits)) - 1.0);
     return -std::expm1(2.0 * bucket_size * load * std::log1p(-p));
 }
-
-struct KeyHash {  // what one 64-bit hash gives
-    uint64_t i1;
-    uint64_t i2;
-    uint32_t fp;
-};
-
-// Key hash -> (i1, i2, fp) for one table geometry, as a small value (see TableProbe for why bulk
-// loops keep such values in locals).
-struct Locator {
-    uint64_t bucket_count;
-    uint64_t block_count;
-    uint64_t fp_range;  // 2^f - 1
-
-    uint32_t fingerprint_of(uint64_t h) const noexcept {
-        return 1 + static_cast<uint32_t>(reduce32(static_cast<uint32_t>(h >> 32), fp_range));
-    }
-    uint64_t index_of(uint64_t h) const noexcept { return reduce32(static_cast<uint32_t>(h), bucket_count); }
-    uint64_t alt_index(uint64_t index, uint32_t fp) const noexcept {
-        // A full mix of the fingerprint: the low half picks the block, the high half the
-        // in-block offset. (A single Fibonacci multiply is cheaper but measurably worse for
-        // small f: b = 4, f = 4 fails at 84% load instead of 95%.)
-        const uint64_t g = mix64(fp);
-        const uint64_t hb = reduce32(static_cast<uint32_t>(g), block_count);
-        const uint64_t ho = 1 + reduce32(static_cast<uint32_t>(g >> 32), kBlockBuckets - 1);
-        const uint64_t block = index >> kBlockShift;
-        const uint64_t alt_block = hb >= block ? hb - block : hb + block_count - block;
-        return (alt_block << kBlockShift) | ((index & (kBlockBuckets - 1)) ^ ho);
-    }
-    KeyHash locate(uint64_t h) const noexcept {
-        KeyHash k;
-        k.fp = fingerprint_of(h);
-        k.i1 = index_of(h);
-        k.i2 = alt_index(k.i1, k.fp);
-        return k;
-    }
-};
 
 struct InsertStats {
     uint64_t inserts = 0;         // successful inserts
@@ -195,7 +140,7 @@ public:
     const PackedTable& table() const noexcept { return table_; }
 
     // ---- hashing ----
-    Locator locator() const noexcept { return Locator{bucket_count(), block_count_, fp_range_}; }
+    Locator locator() const noexcept { return Locator{bucket_count(), block_count_, fingerprint_bits()}; }
     uint32_t fingerprint_of(uint64_t h) const noexcept { return locator().fingerprint_of(h); }
     uint64_t index_of(uint64_t h) const noexcept { return locator().index_of(h); }
     uint64_t alt_index(uint64_t index, uint32_t fp) const noexcept { return locator().alt_index(index, fp); }
@@ -247,6 +192,7 @@ public:
     uint64_t contains_batch(uint64_t n, HashAt&& hash_at, Out* out, Stop&& should_stop) const {
         const TableProbe probe = table_.probe();
         switch (probe.shape()) {
+            case BucketShape::Aligned: return contains_loop<BucketShape::Aligned>(probe, n, hash_at, out, should_stop);
             case BucketShape::OneLoad: return contains_loop<BucketShape::OneLoad>(probe, n, hash_at, out, should_stop);
             case BucketShape::OneWord: return contains_loop<BucketShape::OneWord>(probe, n, hash_at, out, should_stop);
             default: return contains_loop<BucketShape::MultiWord>(probe, n, hash_at, out, should_stop);
@@ -255,8 +201,8 @@ public:
     template <class HashAt, class Out, class Stop>
     uint64_t count_batch(uint64_t n, HashAt&& hash_at, Out* out, Stop&& should_stop) const {
         const TableProbe probe = table_.probe();
-        return for_each_located(n, hash_at, should_stop, [&](uint64_t j, const KeyHash& k) {
-            out[j] = static_cast<Out>(probe.count(k.i1, k.fp) + probe.count(k.i2, k.fp));
+        return for_each_located(n, hash_at, should_stop, [&](uint64_t j, const LocatedBlock& b, unsigned x) {
+            out[j] = static_cast<Out>(probe.count(b.i1[x], b.fp[x]) + probe.count(b.i2[x], b.fp[x]));
             return true;
         });
     }
@@ -271,7 +217,8 @@ public:
         require_writable();
         full = false;
         const TableProbe probe = table_.probe();
-        return for_each_located(n, hash_at, should_stop, [&](uint64_t j, const KeyHash& k) {
+        return for_each_located(n, hash_at, should_stop, [&](uint64_t j, const LocatedBlock& b, unsigned x) {
+            const KeyHash k = b.key(x);
             if (mode == InsertMode::Unique) {
                 const bool present = probe.contains(k.i1, k.fp) | probe.contains(k.i2, k.fp);
                 if (was_new) was_new[j] = !present;
@@ -285,8 +232,8 @@ public:
     template <class HashAt, class Stop>
     uint64_t erase_batch(uint64_t n, HashAt&& hash_at, bool* out, Stop&& should_stop) {
         require_writable();
-        return for_each_located(n, hash_at, should_stop, [&](uint64_t j, const KeyHash& k) {
-            const bool erased = erase_located(k);
+        return for_each_located(n, hash_at, should_stop, [&](uint64_t j, const LocatedBlock& b, unsigned x) {
+            const bool erased = erase_located(b.key(x));
             if (out) out[j] = erased;
             return true;
         });
@@ -384,33 +331,38 @@ public:
 protected:
     template <BucketShape Shape, class HashAt, class Out, class Stop>
     uint64_t contains_loop(const TableProbe probe, uint64_t n, HashAt& hash_at, Out* out, Stop& should_stop) const {
-        return for_each_located(n, hash_at, should_stop, [&](uint64_t j, const KeyHash& k) {
-            out[j] = probe.contains_as<Shape>(k.i1, k.fp) | probe.contains_as<Shape>(k.i2, k.fp);
+        return for_each_located(n, hash_at, should_stop, [&](uint64_t j, const LocatedBlock& b, unsigned x) {
+            out[j] = probe.either_contains<Shape>(b.bit1[x], b.bit2[x], probe.pattern_of(b.fp[x]));
             return true;
         });
     }
 
-    // The shape of every bulk loop: hash a block of kBatchBlock keys and prefetch both buckets of
-    // each, then visit the block's keys in order. With 32 keys, 64 misses are requested before
-    // the first is needed, enough to keep the memory system busy (measured on this machine kind:
-    // blocks of 32-64 reach the cost of two independent random reads per key; blocks of 8 do not).
-    // Prefetches are hints: inserts and deletes visited in order see exactly the scalar semantics.
-    // visit(j, key) returns false to stop at key j (which then counts as not done).
+    // The shape of every bulk loop: hash and locate a block of kBatchBlock keys (locate_block),
+    // prefetch both buckets of each, then visit the block's keys in order. With 32 keys, 64 misses
+    // are requested before the first is needed, enough to keep the memory system busy (measured
+    // on this machine kind: blocks of 32-64 reach the cost of two independent random reads per
+    // key; blocks of 8 do not). Locating a key does not depend on the table, and prefetches are
+    // hints, so inserts and deletes visited in order see exactly the scalar semantics.
+    // visit(j, block, x) gets key j as entry x of the block and returns false to stop at key j
+    // (which then counts as not done). (Tried: locating and prefetching block k + 1 before
+    // visiting block k, for a longer prefetch distance. Same instructions, 40% slower at 10^6
+    // keys on this machine kind.)
     template <class HashAt, class Stop, class Visit>
     uint64_t for_each_located(uint64_t n, HashAt& hash_at, Stop& should_stop, Visit&& visit) const {
         const TableProbe probe = table_.probe();
         const Locator loc = locator();
-        KeyHash ks[kBatchBlock];
+        LocatedBlock block;
         for (uint64_t start = 0; start < n; start += kBatchBlock) {
             if (should_stop()) return start;
             const unsigned len = static_cast<unsigned>(std::min<uint64_t>(kBatchBlock, n - start));
-            for (unsigned j = 0; j < len; ++j) {
-                ks[j] = loc.locate(hash_at(start + j));
-                probe.prefetch(ks[j].i1);
-                probe.prefetch(ks[j].i2);
+            hash_keys(hash_at, start, len, block.hash);
+            locate_block(loc, probe.bucket_bits, len, block);
+            for (unsigned x = 0; x < len; ++x) {
+                probe.prefetch_bit(block.bit1[x]);
+                probe.prefetch_bit(block.bit2[x]);
             }
-            for (unsigned j = 0; j < len; ++j)
-                if (!visit(start + j, ks[j])) return start + j;
+            for (unsigned x = 0; x < len; ++x)
+                if (!visit(start + x, block, x)) return start + x;
         }
         return n;
     }
@@ -528,7 +480,6 @@ protected:
     }
 
     void init_derived() {
-        fp_range_ = (uint64_t(1) << fingerprint_bits()) - 1;
         block_count_ = bucket_count() >> kBlockShift;
         search_nodes_.reserve(max_kicks_ + 2u);
     }
@@ -538,7 +489,6 @@ protected:
     unsigned max_kicks_ = 500;
     uint64_t capacity_ = 0;
     uint64_t count_ = 0;
-    uint64_t fp_range_ = 0;
     uint64_t block_count_ = 0;
     InsertStats stats_;
     std::vector<SearchNode> search_nodes_;

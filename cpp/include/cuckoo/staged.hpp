@@ -169,7 +169,7 @@ public:
         uint64_t done = 0;
         while (done < n) {
             const uint64_t offset = done;
-            auto shifted = [&](uint64_t k) { return hash_at(offset + k); };
+            auto shifted = offset_keys(hash_at, offset);
             // Inserts only ever go to the newest stage; only unique inserts must also look at
             // the older ones (which cannot change during the batch).
             if (mode == Filter::InsertMode::Always || stages_.size() == 1)
@@ -303,7 +303,7 @@ private:
         for (uint64_t start = 0; start < n; start += kChunk) {
             if (should_stop()) return start;
             const uint64_t len = std::min(kChunk, n - start);
-            for (uint64_t j = 0; j < len; ++j) hashes[j] = hash_at(start + j);
+            hash_keys(hash_at, start, static_cast<unsigned>(len), hashes.data());
             auto from_chunk = [&](uint64_t j) { return hashes[j]; };
             stage_op(stages_[0], len, from_chunk, out + start);
             for (size_t k = 1; k < stages_.size(); ++k) {
@@ -326,7 +326,7 @@ private:
         for (uint64_t start = 0; start < n; start += kChunk) {
             if (should_stop()) return start;
             const uint64_t len = std::min(kChunk, n - start);
-            for (uint64_t j = 0; j < len; ++j) hashes[j] = hash_at(start + j);
+            hash_keys(hash_at, start, static_cast<unsigned>(len), hashes.data());
             auto from_chunk = [&](uint64_t j) { return hashes[j]; };
             stages_[0].contains_batch(len, from_chunk, in_older.get(), never);
             for (size_t k = 1; k + 1 < stages_.size(); ++k) {

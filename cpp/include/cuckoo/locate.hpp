@@ -1,0 +1,232 @@
+// From a key hash to the two candidate buckets and the fingerprint: one key at a time (Locator)
+// and a block of keys at a time (locate_block, hash_u64_block), the latter written as plain loops
+// over arrays that the compiler vectorizes.
+//
+//   h  = hash(key, seed)                 one 64-bit hash per key
+//   i1 = reduce(low 32 bits of h, m)     m buckets, any even multiple of kBlockBuckets
+//   fp = 1 + reduce(high 32 bits of h, 2^f - 1)   f bits, never 0 (0 marks an empty slot)
+//   i2 = alt(i1, fp)
+//
+// Table sizes that are not a power of two. The paper's alt(i, fp) = i XOR H(fp) needs m to be a
+// power of two, which doubles the memory of an unlucky capacity. Here the table is a sequence of
+// blocks of kBlockBuckets = 8 buckets; a bucket index is (block, offset) and
+//
+//   alt((block, offset), fp) = ((hb(fp) - block) mod block_count, offset XOR ho(fp))
+//
+// with hb(fp) in [0, block_count) and ho(fp) in [1, 7]. Both components are involutions (a
+// reflection and an XOR), so alt(alt(i, fp), fp) == i for every i and fp; the offset always
+// changes (ho != 0), so alt(i, fp) != i. Unlike XOR inside small blocks, the reflection spreads
+// the alternate over the whole table, so the cuckoo graph stays as random as in a power-of-two
+// table and the load reached before the first failure is the same (~95.5% for b = 4).
+//
+// Why blocks of keys: a lookup is two random memory reads plus ~60 instructions of hashing and
+// index arithmetic. Bulk loops hash and locate kBatchBlock keys at once (here), prefetch all
+// their buckets, and only then probe, so that the reads overlap. The block kernels are the same
+// loops compiled twice on x86-64: for the baseline ISA (SSE2, whose 2 lanes do not help 64-bit
+// multiplies, so this copy is effectively scalar) and for AVX2, chosen once at run time when the
+// CPU has it. Both compute exactly Locator's formulas (cpp/tests check them against each other).
+#pragma once
+
+#include <cstdint>
+
+#include "cuckoo/hash.hpp"
+
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) && \
+    !defined(CUCKOO_NO_RUNTIME_DISPATCH)
+#define CUCKOO_X86_DISPATCH 1
+#else
+#define CUCKOO_X86_DISPATCH 0
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define CUCKOO_ALWAYS_INLINE __attribute__((always_inline)) inline
+#define CUCKOO_RESTRICT __restrict__
+#else
+#define CUCKOO_ALWAYS_INLINE inline
+#define CUCKOO_RESTRICT
+#endif
+
+namespace cuckoo {
+
+constexpr uint64_t kBlockBuckets = 8;
+constexpr unsigned kBlockShift = 3;
+constexpr unsigned kBatchBlock = 32;  // keys hashed and prefetched together in bulk loops
+
+struct KeyHash {  // what one 64-bit hash gives
+    uint64_t i1;
+    uint64_t i2;
+    uint32_t fp;
+};
+
+// Key hash -> (i1, i2, fp) for one table geometry, as a small value (see TableProbe for why bulk
+// loops keep such values in locals).
+struct Locator {
+    uint64_t bucket_count;  // at most 2^32
+    uint64_t block_count;
+    unsigned fp_bits;  // f
+
+    uint32_t fingerprint_of(uint64_t h) const noexcept {
+        // 1 + reduce32(x, 2^f - 1) with the multiply written as a shift and a subtraction:
+        // x * (2^f - 1) == (x << f) - x, exactly (x < 2^32, f <= 32: no overflow).
+        const uint64_t x = h >> 32;
+        return 1 + static_cast<uint32_t>(((x << fp_bits) - x) >> 32);
+    }
+    uint64_t index_of(uint64_t h) const noexcept { return reduce32(static_cast<uint32_t>(h), bucket_count); }
+    uint64_t alt_index(uint64_t index, uint32_t fp) const noexcept {
+        // A full mix of the fingerprint: the low half picks the block, the high half the
+        // in-block offset. (A single Fibonacci multiply is cheaper but measurably worse for
+        // small f: b = 4, f = 4 fails at 84% load instead of 95%.)
+        const uint64_t g = mix64(fp);
+        const uint64_t hb = reduce32(static_cast<uint32_t>(g), block_count);
+        const uint64_t ho = 1 + reduce32(static_cast<uint32_t>(g >> 32), kBlockBuckets - 1);
+        const uint64_t block = index >> kBlockShift;
+        const uint64_t alt_block = hb >= block ? hb - block : hb + block_count - block;
+        return (alt_block << kBlockShift) | ((index & (kBlockBuckets - 1)) ^ ho);
+    }
+    KeyHash locate(uint64_t h) const noexcept {
+        KeyHash k;
+        k.fp = fingerprint_of(h);
+        k.i1 = index_of(h);
+        k.i2 = alt_index(k.i1, k.fp);
+        return k;
+    }
+};
+
+// A block of keys located at once, as arrays (what vectorized loops read and write). bit1/bit2
+// are the first table bits of the two buckets (index * bucket bits), what probes and prefetches
+// address.
+struct alignas(64) LocatedBlock {
+    uint64_t hash[kBatchBlock];
+    uint64_t bit1[kBatchBlock];
+    uint64_t bit2[kBatchBlock];
+    uint32_t i1[kBatchBlock];
+    uint32_t i2[kBatchBlock];
+    uint32_t fp[kBatchBlock];
+
+    KeyHash key(unsigned x) const noexcept { return KeyHash{i1[x], i2[x], fp[x]}; }
+};
+
+namespace kernels {
+
+// Locator::locate for hash[0, len), written for the vectorizer: only 32x32->64-bit multiplies
+// where the operands allow (vpmuludq), the conditional add of the reflection as a mask, and no
+// branches. Equal to Locator::locate for every input (tested).
+CUCKOO_ALWAYS_INLINE void locate_block_body(const Locator loc, uint64_t bucket_bits, unsigned len,
+                                            LocatedBlock& CUCKOO_RESTRICT b) {
+    // i1 = (lo * m) >> 32 with m <= 2^32 written as lo * (m - 1) + lo, so both factors of the
+    // multiply fit in 32 bits. The sum cannot overflow: it is lo * m < 2^64.
+    const uint64_t m_minus_1 = static_cast<uint32_t>(loc.bucket_count - 1);
+    const uint64_t blocks = static_cast<uint32_t>(loc.block_count);
+    const unsigned f = loc.fp_bits;
+    const uint64_t bb = static_cast<uint32_t>(bucket_bits);
+    for (unsigned j = 0; j < len; ++j) {
+        const uint64_t h = b.hash[j];
+        const uint64_t lo = h & 0xFFFFFFFFull, hi = h >> 32;
+        const uint64_t i1 = (lo * m_minus_1 + lo) >> 32;
+        const uint64_t fp = 1 + (((hi << f) - hi) >> 32);
+        const uint64_t g = mix64(fp);
+        const uint64_t hb = ((g & 0xFFFFFFFFull) * blocks) >> 32;
+        const uint64_t ho = 1 + (((g >> 32) * (kBlockBuckets - 1)) >> 32);
+        // (hb - block) mod blocks: the difference wraps below zero exactly when hb < block, and
+        // then adding `blocks` brings it back into range.
+        const uint64_t diff = hb - (i1 >> kBlockShift);
+        const uint64_t alt_block = diff + (blocks & (0 - (diff >> 63)));
+        const uint64_t i2 = (alt_block << kBlockShift) | ((i1 & (kBlockBuckets - 1)) ^ ho);
+        b.i1[j] = static_cast<uint32_t>(i1);
+        b.i2[j] = static_cast<uint32_t>(i2);
+        b.fp[j] = static_cast<uint32_t>(fp);
+        b.bit1[j] = (i1 & 0xFFFFFFFFull) * bb;
+        b.bit2[j] = (i2 & 0xFFFFFFFFull) * bb;
+    }
+}
+
+CUCKOO_ALWAYS_INLINE void hash_u64_block_body(const uint64_t* CUCKOO_RESTRICT values, unsigned len, uint64_t seed,
+                                              uint64_t* CUCKOO_RESTRICT out) {
+    for (unsigned j = 0; j < len; ++j) out[j] = hash_u64(values[j], seed);
+}
+
+inline void locate_block_generic(const Locator& loc, uint64_t bucket_bits, unsigned len, LocatedBlock& b) {
+    locate_block_body(loc, bucket_bits, len, b);
+}
+inline void hash_u64_block_generic(const uint64_t* values, unsigned len, uint64_t seed, uint64_t* out) {
+    hash_u64_block_body(values, len, seed, out);
+}
+
+#if CUCKOO_X86_DISPATCH
+__attribute__((target("avx2"))) inline void locate_block_avx2(const Locator& loc, uint64_t bucket_bits, unsigned len,
+                                                               LocatedBlock& b) {
+    locate_block_body(loc, bucket_bits, len, b);
+}
+__attribute__((target("avx2"))) inline void hash_u64_block_avx2(const uint64_t* values, unsigned len, uint64_t seed,
+                                                                 uint64_t* out) {
+    hash_u64_block_body(values, len, seed, out);
+}
+#endif
+
+// Whether the AVX2 copies run on this CPU (decided once).
+inline bool use_avx2() noexcept {
+#if CUCKOO_X86_DISPATCH
+    static const bool yes = [] {
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx2") != 0;
+    }();
+    return yes;
+#else
+    return false;
+#endif
+}
+
+}  // namespace kernels
+
+// Locates keys [0, len) of a block from b.hash (len <= kBatchBlock).
+inline void locate_block(const Locator& loc, uint64_t bucket_bits, unsigned len, LocatedBlock& b) noexcept {
+#if CUCKOO_X86_DISPATCH
+    if (kernels::use_avx2()) return kernels::locate_block_avx2(loc, bucket_bits, len, b);
+#endif
+    kernels::locate_block_generic(loc, bucket_bits, len, b);
+}
+
+// out[j] = hash_u64(values[j], seed) for j < len.
+inline void hash_u64_block(const uint64_t* values, unsigned len, uint64_t seed, uint64_t* out) noexcept {
+#if CUCKOO_X86_DISPATCH
+    if (kernels::use_avx2()) return kernels::hash_u64_block_avx2(values, len, seed, out);
+#endif
+    kernels::hash_u64_block_generic(values, len, seed, out);
+}
+
+// ---- key sources ------------------------------------------------------------------------------
+// Bulk loops take their keys as a callable `keys(k) -> uint64_t`, the hash of key k. A source may
+// also have `keys.hash_block(start, len, out)`, hashing keys [start, start + len) at once (integer
+// keys: the vectorized XXH64 above); hash_keys uses it when it exists.
+
+namespace detail {
+template <class Keys>
+auto hash_keys_impl(Keys& keys, uint64_t start, unsigned len, uint64_t* out, int)
+    -> decltype(keys.hash_block(start, len, out), void()) {
+    keys.hash_block(start, len, out);
+}
+template <class Keys>
+void hash_keys_impl(Keys& keys, uint64_t start, unsigned len, uint64_t* out, long) {
+    for (unsigned j = 0; j < len; ++j) out[j] = keys(start + j);
+}
+}  // namespace detail
+
+template <class Keys>
+void hash_keys(Keys& keys, uint64_t start, unsigned len, uint64_t* out) {
+    detail::hash_keys_impl(keys, start, len, out, 0);
+}
+
+// The keys of `keys` from `offset` on, as a key source (keeps hash_block when there is one).
+template <class Keys>
+struct OffsetKeys {
+    Keys& keys;
+    uint64_t offset;
+    uint64_t operator()(uint64_t k) const { return keys(offset + k); }
+    void hash_block(uint64_t start, unsigned len, uint64_t* out) const { hash_keys(keys, offset + start, len, out); }
+};
+template <class Keys>
+OffsetKeys<Keys> offset_keys(Keys& keys, uint64_t offset) {
+    return OffsetKeys<Keys>{keys, offset};
+}
+
+}  // namespace cuckoo
