@@ -92,9 +92,44 @@ inline uint64_t avalanche(uint64_t h) noexcept {
 }
 }  // namespace xxh64_detail
 
+// All ones when cond holds, else zero: for selections the compiler must not turn into branches
+// (it turns `cond ? a : b` into a jump when it guesses the condition predictable).
+inline uint64_t mask_if(bool cond) noexcept { return uint64_t(0) - static_cast<uint64_t>(cond); }
+
+// XXH64 of 8 to 31 bytes without branches that depend on the length. The reference loop's trip
+// counts (8-byte words, a 4-byte word, single bytes) change with the length, and keys of mixed
+// lengths then cost several branch mispredictions each, more than the hashing itself. Here every
+// step is computed and kept only when the length has it (a masked select); steps that are absent
+// read from the key's first bytes, so nothing past its end is read.
+inline uint64_t xxh64_8to31(const unsigned char* p, size_t len, uint64_t seed) noexcept {
+    using namespace xxh64_detail;
+    uint64_t h = seed + P5 + static_cast<uint64_t>(len);
+    const size_t words = len >> 3;  // 1 to 3
+    h = rotl64(h ^ round(0, load_le64(p)), 27) * P1 + P4;
+    for (size_t i = 1; i < 3; ++i) {
+        const uint64_t keep = mask_if(i < words);
+        const uint64_t next = rotl64(h ^ round(0, load_le64(p + (8 * i & keep))), 27) * P1 + P4;
+        h = (next & keep) | (h & ~keep);
+    }
+    const size_t tail = 8 * words;
+    const size_t rest = len & 7;
+    const uint64_t keep32 = mask_if(rest >= 4);
+    const uint64_t with_word32 = rotl64(h ^ (static_cast<uint64_t>(load_le32(p + (tail & keep32))) * P1), 23) * P2 + P3;
+    h = (with_word32 & keep32) | (h & ~keep32);
+    const size_t first_byte = tail + (4 & keep32);
+    const size_t bytes = rest & 3;
+    for (size_t j = 0; j < 3; ++j) {
+        const uint64_t keep = mask_if(j < bytes);
+        const uint64_t next = rotl64(h ^ (static_cast<uint64_t>(p[(first_byte + j) & keep]) * P5), 11) * P1;
+        h = (next & keep) | (h & ~keep);
+    }
+    return avalanche(h);
+}
+
 inline uint64_t xxh64(const void* data, size_t len, uint64_t seed) noexcept {
     using namespace xxh64_detail;
     const auto* p = static_cast<const unsigned char*>(data);
+    if (len >= 8 && len < 32) return xxh64_8to31(p, len, seed);
     const unsigned char* const end = p + len;
     uint64_t h;
     if (len >= 32) {
