@@ -4,8 +4,10 @@
     python benchmarks/bulk.py --sizes 1e6      # cache-resident size only
 
 For each size n, a filter with capacity n (b = 4, f = 16 unless --fingerprint-bits) is filled
-to 95% of its slots with add_many, then queried. Every figure is the best of --repeat runs, in
-nanoseconds per key, next to:
+to 95% of its slots with add_many (uint64 keys), then refilled to 95% with half uint64 and half
+string keys and queried with 50% present keys of each kind. Figures are nanoseconds per key, the
+best of --repeat rounds in which the measurements compared with each other take turns (the speed
+of a shared machine drifts within seconds; ratios are taken between neighbours in time), next to:
 
 - gather: np.take of n random positions from a uint64 array as large as the filter's table
   (what touching memory at random costs on this machine, this run);
@@ -19,7 +21,7 @@ import argparse
 import gc
 import sys
 import time
-from typing import Callable, List, Sequence, Tuple
+from typing import Callable, Dict, List, Sequence, Tuple
 
 import numpy as np
 
@@ -52,6 +54,17 @@ def set_memory(s: set) -> int:
 Row = Tuple[str, str, float, str]
 
 
+def interleaved_best(fns: Dict[str, Callable[[], object]], repeat: int) -> Dict[str, float]:
+    """Best time of each function, running them in turn `repeat` times: on a shared machine the
+    speed drifts within seconds, and ratios between measurements taken at the same moment are
+    what this benchmark reports."""
+    best = {name: float("inf") for name in fns}
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            best[name] = min(best[name], best_time(fn, 1))
+    return best
+
+
 def bench_size(n: int, f_bits: int, repeat: int, with_set: bool) -> List[Row]:
     rng = np.random.default_rng(12345)
     rows: List[Row] = []
@@ -62,31 +75,63 @@ def bench_size(n: int, f_bits: int, repeat: int, with_set: bool) -> List[Row]:
     # Baseline: random gather over an array as large as the table.
     table = np.arange(max(filt.nbytes // 8, 1), dtype=np.uint64)
     positions = rng.integers(0, len(table), size=n)
-    t_gather = best_time(lambda: np.take(table, positions), repeat) / n * 1e9
-    rows.append(("gather (np.take)", "baseline", t_gather, f"table {filt.nbytes / 2**20:.1f} MiB"))
-    del table, positions
+
+    def gather() -> None:
+        np.take(table, positions)
 
     # Fill from empty to 95% load.
     def fill_filter() -> None:
         filt.clear()
         filt.add_many(present)
 
-    t_fill = best_time(fill_filter, 1 if n > 10**7 else repeat) / fill * 1e9
-    rows.append(("add_many to 95% load", "uint64", t_fill, f"{t_fill / t_gather:.1f}x gather"))
+    fill_repeat = 1 if n > 10**7 else repeat
+    times = interleaved_best({"gather": gather, "fill": fill_filter}, fill_repeat)
+    t_fill = times["fill"] / fill * 1e9
+    t_gather_fill = times["gather"] / n * 1e9
 
-    # Lookups, 50% present.
+    # Lookups, 50% present, against one filter at 95% load that holds half uint64 and half
+    # string keys: uint64, NumPy 'S' and Arrow queries read the same table, interleaved with the
+    # gather baseline.
+    half = fill // 2
+    skeys = string_keys(rng, fill - half)
+    filt.clear()
+    filt.add_many(present[:half])
+    filt.add_many(skeys)
     absent = rng.integers(2**63, 2**64 - 1, size=n - n // 2, dtype=np.uint64)
     queries = np.concatenate([present[: n // 2], absent])
     rng.shuffle(queries)
-    t_contains = best_time(lambda: filt.contains_many(queries), repeat) / n * 1e9
+    squeries = np.concatenate([skeys[: n // 2], string_keys(np.random.default_rng(7), n - n // 2)])
+    rng.shuffle(squeries)
+    lookups: Dict[str, Callable[[], object]] = {
+        "gather": gather,
+        "uint64": lambda: filt.contains_many(queries),
+        "S": lambda: filt.contains_many(squeries),
+        "count": lambda: filt.count_many(queries),
+    }
+    try:
+        import pyarrow as pa
+
+        arrow = pa.array([bytes(k) for k in squeries.tolist()], type=pa.binary())
+        lookups["arrow"] = lambda: filt.contains_many(arrow)
+    except ImportError:
+        arrow = None
+    times = {name: t / n * 1e9 for name, t in interleaved_best(lookups, repeat).items()}
+    t_gather, t_contains = times["gather"], times["uint64"]
+    rows.append(("gather (np.take)", "baseline", t_gather, f"table {filt.nbytes / 2**20:.1f} MiB"))
+    rows.append(("add_many to 95% load", "uint64", t_fill, f"{t_fill / t_gather_fill:.1f}x gather"))
     rows.append(("contains_many 50% present", "uint64", t_contains, f"{t_contains / t_gather:.2f}x gather"))
-    t_count = best_time(lambda: filt.count_many(queries), repeat) / n * 1e9
-    rows.append(("count_many", "uint64", t_count, f"{t_count / t_gather:.2f}x gather"))
+    rows.append(("count_many", "uint64", times["count"], f"{times['count'] / t_gather:.2f}x gather"))
+    rows.append(("contains_many 50% present", "bytes 8-32 (NumPy S)", times["S"], f"{times['S'] / t_contains:.2f}x uint64"))
+    if arrow is not None:
+        rows.append(("contains_many 50% present", "bytes 8-32 (Arrow)", times["arrow"], f"{times['arrow'] / t_contains:.2f}x uint64"))
+    else:
+        rows.append(("contains_many 50% present", "bytes (Arrow)", float("nan"), "pyarrow not installed"))
+    del arrow, squeries
 
     # add_unique_many on a batch that is half new, then discard_many of the same keys.
     batch = np.concatenate([present[: n // 4], rng.integers(2**63, 2**64 - 1, size=n // 4, dtype=np.uint64)])
     work = filt.copy()
-    work.discard_many(present[fill - n // 4 :])  # room for the new half
+    work.discard_many(skeys[: n // 4])  # room for the new half
     base = work.copy()
 
     def unique_then_discard() -> Tuple[float, float]:
@@ -103,30 +148,10 @@ def bench_size(n: int, f_bits: int, repeat: int, with_set: bool) -> List[Row]:
     t_discard = min(r[1] for r in runs) / len(batch) * 1e9
     rows.append(("add_unique_many (half new)", "uint64", t_unique, f"{t_unique / t_gather:.2f}x gather"))
     rows.append(("discard_many", "uint64", t_discard, f"{t_discard / t_gather:.2f}x gather"))
-    del work, base
-
-    # String keys of 8-32 bytes: NumPy 'S' and (if installed) Arrow.
-    sfilt = cuckoo.Filter(n, fingerprint_bits=f_bits, bucket_size=4)
-    skeys = string_keys(rng, fill)
-    sfilt.add_many(skeys)
-    squeries = np.concatenate([skeys[: n // 2], string_keys(np.random.default_rng(7), n - n // 2)])
-    rng.shuffle(squeries)
-    t_str = best_time(lambda: sfilt.contains_many(squeries), repeat) / n * 1e9
-    rows.append(("contains_many 50% present", "bytes 8-32 (NumPy S)", t_str, f"{t_str / t_contains:.2f}x uint64"))
-    try:
-        import pyarrow as pa
-
-        arrow = pa.array([bytes(k) for k in squeries.tolist()], type=pa.binary())
-        t_arrow = best_time(lambda: sfilt.contains_many(arrow), repeat) / n * 1e9
-        rows.append(("contains_many 50% present", "bytes 8-32 (Arrow)", t_arrow, f"{t_arrow / t_contains:.2f}x uint64"))
-        del arrow
-    except ImportError:
-        rows.append(("contains_many 50% present", "bytes (Arrow)", float("nan"), "pyarrow not installed"))
-    del sfilt, skeys, squeries
+    del work, base, skeys
 
     if with_set:
-        keys_list = present[:n].tolist()
-        s = set(keys_list)
+        s = set(present[:n].tolist())
         probe = queries.tolist()
 
         def set_loop() -> int:
@@ -143,8 +168,8 @@ def bench_size(n: int, f_bits: int, repeat: int, with_set: bool) -> List[Row]:
                     hits += 1
             return hits
 
-        t_set = best_time(set_loop, repeat) / n * 1e9
-        t_scalar = best_time(filter_loop, repeat) / n * 1e9
+        loops = interleaved_best({"set": set_loop, "filter": filter_loop}, repeat)
+        t_set, t_scalar = loops["set"] / n * 1e9, loops["filter"] / n * 1e9
         mem_set = set_memory(s)
         rows.append(("`k in s` loop, Python set", "int", t_set, f"contains_many is {t_set / t_contains:.0f}x faster"))
         rows.append(("`k in f` loop, scalar", "int", t_scalar, f"{t_scalar / t_set:.2f}x set"))
@@ -161,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="1e6,6e7", help="comma-separated key counts (default 1e6,6e7)")
     parser.add_argument("--fingerprint-bits", type=int, default=16)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5, help="rounds of each measurement (default 5)")
     args = parser.parse_args(argv)
     print(f"cuckoo {cuckoo.__version__}, numpy {np.__version__}, python {sys.version.split()[0]}")
     for size in (int(float(s)) for s in args.sizes.split(",")):

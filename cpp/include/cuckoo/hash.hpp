@@ -92,14 +92,22 @@ inline uint64_t avalanche(uint64_t h) noexcept {
 }
 }  // namespace xxh64_detail
 
-// All ones when cond holds, else zero: for selections the compiler must not turn into branches
-// (it turns `cond ? a : b` into a jump when it guesses the condition predictable).
-inline uint64_t mask_if(bool cond) noexcept { return uint64_t(0) - static_cast<uint64_t>(cond); }
+// cond ? if_true : if_false, without a branch: compilers turn a plain `?:` into a jump when they
+// guess the condition predictable, which it is not here. One cmov on x86-64, masks elsewhere.
+inline uint64_t select_if(bool cond, uint64_t if_true, uint64_t if_false) noexcept {
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+    __asm__("test %2, %2\n\tcmovnz %1, %0" : "+r"(if_false) : "r"(if_true), "r"(static_cast<uint64_t>(cond)) : "cc");
+    return if_false;
+#else
+    const uint64_t keep = uint64_t(0) - static_cast<uint64_t>(cond);
+    return (if_true & keep) | (if_false & ~keep);
+#endif
+}
 
 // XXH64 of 8 to 31 bytes without branches that depend on the length. The reference loop's trip
 // counts (8-byte words, a 4-byte word, single bytes) change with the length, and keys of mixed
 // lengths then cost several branch mispredictions each, more than the hashing itself. Here every
-// step is computed and kept only when the length has it (a masked select); steps that are absent
+// step is computed and kept only when the length has it (select_if); steps that are absent
 // read from the key's first bytes, so nothing past its end is read.
 inline uint64_t xxh64_8to31(const unsigned char* p, size_t len, uint64_t seed) noexcept {
     using namespace xxh64_detail;
@@ -107,21 +115,21 @@ inline uint64_t xxh64_8to31(const unsigned char* p, size_t len, uint64_t seed) n
     const size_t words = len >> 3;  // 1 to 3
     h = rotl64(h ^ round(0, load_le64(p)), 27) * P1 + P4;
     for (size_t i = 1; i < 3; ++i) {
-        const uint64_t keep = mask_if(i < words);
-        const uint64_t next = rotl64(h ^ round(0, load_le64(p + (8 * i & keep))), 27) * P1 + P4;
-        h = (next & keep) | (h & ~keep);
+        const bool present = i < words;
+        const uint64_t next = rotl64(h ^ round(0, load_le64(p + select_if(present, 8 * i, 0))), 27) * P1 + P4;
+        h = select_if(present, next, h);
     }
     const size_t tail = 8 * words;
     const size_t rest = len & 7;
-    const uint64_t keep32 = mask_if(rest >= 4);
-    const uint64_t with_word32 = rotl64(h ^ (static_cast<uint64_t>(load_le32(p + (tail & keep32))) * P1), 23) * P2 + P3;
-    h = (with_word32 & keep32) | (h & ~keep32);
-    const size_t first_byte = tail + (4 & keep32);
+    const bool has_word32 = rest >= 4;
+    const uint64_t with_word32 = rotl64(h ^ (static_cast<uint64_t>(load_le32(p + select_if(has_word32, tail, 0))) * P1), 23) * P2 + P3;
+    h = select_if(has_word32, with_word32, h);
+    const size_t first_byte = tail + (has_word32 ? 4 : 0);
     const size_t bytes = rest & 3;
     for (size_t j = 0; j < 3; ++j) {
-        const uint64_t keep = mask_if(j < bytes);
-        const uint64_t next = rotl64(h ^ (static_cast<uint64_t>(p[(first_byte + j) & keep]) * P5), 11) * P1;
-        h = (next & keep) | (h & ~keep);
+        const bool present = j < bytes;
+        const uint64_t next = rotl64(h ^ (static_cast<uint64_t>(p[select_if(present, first_byte + j, 0)]) * P5), 11) * P1;
+        h = select_if(present, next, h);
     }
     return avalanche(h);
 }
