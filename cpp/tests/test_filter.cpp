@@ -496,7 +496,7 @@ TEST_CASE(batch_operations_equal_scalar_operations) {
     cktest::Rng rng(40);
     uint64_t batches = 0, completed = 0;
     for (unsigned b : kBucketSizes) {
-        for (unsigned f : {8u, 13u, 32u}) {
+        for (unsigned f : {8u, 13u, 15u, 16u, 32u}) {  // every BucketShape: aligned, one load, one word, several words
             for (uint64_t n : {0u, 1u, 31u, 32u, 33u, 64u, 100u, 400u}) {
                 const uint64_t m = 512;
                 cktest::context() = params(m, b, f) + " n=" + std::to_string(n);

@@ -201,10 +201,12 @@ public:
     template <class HashAt, class Out, class Stop>
     uint64_t count_batch(uint64_t n, HashAt&& hash_at, Out* out, Stop&& should_stop) const {
         const TableProbe probe = table_.probe();
-        return for_each_located(n, hash_at, should_stop, [&](uint64_t j, const LocatedBlock& b, unsigned x) {
-            out[j] = static_cast<Out>(probe.count(b.i1[x], b.fp[x]) + probe.count(b.i2[x], b.fp[x]));
-            return true;
-        });
+        switch (probe.shape()) {
+            case BucketShape::Aligned: return count_loop<BucketShape::Aligned>(probe, n, hash_at, out, should_stop);
+            case BucketShape::OneLoad: return count_loop<BucketShape::OneLoad>(probe, n, hash_at, out, should_stop);
+            case BucketShape::OneWord: return count_loop<BucketShape::OneWord>(probe, n, hash_at, out, should_stop);
+            default: return count_loop<BucketShape::MultiWord>(probe, n, hash_at, out, should_stop);
+        }
     }
     // Inserts keys in order. Stops at the first key that finds no room (filter as it was before
     // that key) and returns the number of keys inserted before it. `was_new` (may be null): for
@@ -333,6 +335,14 @@ protected:
     uint64_t contains_loop(const TableProbe probe, uint64_t n, HashAt& hash_at, Out* out, Stop& should_stop) const {
         return for_each_located(n, hash_at, should_stop, [&](uint64_t j, const LocatedBlock& b, unsigned x) {
             out[j] = probe.either_contains<Shape>(b.bit1[x], b.bit2[x], probe.pattern_of(b.fp[x]));
+            return true;
+        });
+    }
+
+    template <BucketShape Shape, class HashAt, class Out, class Stop>
+    uint64_t count_loop(const TableProbe probe, uint64_t n, HashAt& hash_at, Out* out, Stop& should_stop) const {
+        return for_each_located(n, hash_at, should_stop, [&](uint64_t j, const LocatedBlock& b, unsigned x) {
+            out[j] = static_cast<Out>(probe.pair_count<Shape>(b.bit1[x], b.bit2[x], probe.pattern_of(b.fp[x])));
             return true;
         });
     }

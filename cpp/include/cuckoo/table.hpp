@@ -216,6 +216,15 @@ struct TableProbe {
         else if constexpr (Shape == BucketShape::OneLoad) return (load_le64(data + (bit >> 3)) >> (bit & 7)) & word_mask;
         else return load_bits(bit);
     }
+    // The bucket at table bit `bit` in the low bits of a word whose bits above the bucket are
+    // left as they are (the next bucket's). The lane tests below ignore them: no lane carries
+    // into the next one, and the result is masked with lane_high. Single-word shapes only.
+    template <BucketShape Shape>
+    uint64_t bucket_word_unmasked(uint64_t bit) const noexcept {
+        if constexpr (Shape == BucketShape::Aligned) return load_le64(data + (bit >> 3));
+        else if constexpr (Shape == BucketShape::OneLoad) return load_le64(data + (bit >> 3)) >> (bit & 7);
+        else return load_bits(bit);
+    }
     // Whether either of two buckets (given by their first bits) holds a lane equal to `pattern`
     // (a fingerprint repeated in every lane). For one-word buckets the two zero-lane tests share
     // their last steps: zero_lanes(x) | zero_lanes(y) == ~(t(x) & t(y)) & lane_high.
@@ -229,11 +238,29 @@ struct TableProbe {
             }
             return any != 0;
         } else {
-            const uint64_t x = bucket_word<Shape>(bit1) ^ pattern;
-            const uint64_t y = bucket_word<Shape>(bit2) ^ pattern;
+            const uint64_t x = bucket_word_unmasked<Shape>(bit1) ^ pattern;
+            const uint64_t y = bucket_word_unmasked<Shape>(bit2) ^ pattern;
             const uint64_t tx = ((x & lane_low) + lane_low) | x;
             const uint64_t ty = ((y & lane_low) + lane_low) | y;
             return (~(tx & ty) & lane_high) != 0;
+        }
+    }
+    // How many lanes of the two buckets equal `pattern` (a key's count). The two match masks have
+    // their bits at different positions once one is shifted by a bit (f >= 4), so one popcount
+    // counts both.
+    template <BucketShape Shape>
+    unsigned pair_count(uint64_t bit1, uint64_t bit2, uint64_t pattern) const noexcept {
+        if constexpr (Shape == BucketShape::MultiWord) {
+            unsigned n = 0;
+            for (unsigned w = 0; w < words_per_bucket; ++w) {
+                n += popcount64(zero_lanes(load_bits(bit1 + w * word_bits) ^ pattern) |
+                                (zero_lanes(load_bits(bit2 + w * word_bits) ^ pattern) >> 1));
+            }
+            return n;
+        } else {
+            const uint64_t mx = zero_lanes(bucket_word_unmasked<Shape>(bit1) ^ pattern);
+            const uint64_t my = zero_lanes(bucket_word_unmasked<Shape>(bit2) ^ pattern);
+            return static_cast<unsigned>(popcount64(mx | (my >> 1)));
         }
     }
     template <BucketShape Shape>
