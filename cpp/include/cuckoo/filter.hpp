@@ -191,22 +191,16 @@ public:
     template <class HashAt, class Out, class Stop>
     uint64_t contains_batch(uint64_t n, HashAt&& hash_at, Out* out, Stop&& should_stop) const {
         const TableProbe probe = table_.probe();
-        switch (probe.shape()) {
-            case BucketShape::Aligned: return contains_loop<BucketShape::Aligned>(probe, n, hash_at, out, should_stop);
-            case BucketShape::OneLoad: return contains_loop<BucketShape::OneLoad>(probe, n, hash_at, out, should_stop);
-            case BucketShape::OneWord: return contains_loop<BucketShape::OneWord>(probe, n, hash_at, out, should_stop);
-            default: return contains_loop<BucketShape::MultiWord>(probe, n, hash_at, out, should_stop);
-        }
+        return probe.with_shape([&](auto shape) {
+            return contains_loop<decltype(shape)::value>(probe, n, hash_at, out, should_stop);
+        });
     }
     template <class HashAt, class Out, class Stop>
     uint64_t count_batch(uint64_t n, HashAt&& hash_at, Out* out, Stop&& should_stop) const {
         const TableProbe probe = table_.probe();
-        switch (probe.shape()) {
-            case BucketShape::Aligned: return count_loop<BucketShape::Aligned>(probe, n, hash_at, out, should_stop);
-            case BucketShape::OneLoad: return count_loop<BucketShape::OneLoad>(probe, n, hash_at, out, should_stop);
-            case BucketShape::OneWord: return count_loop<BucketShape::OneWord>(probe, n, hash_at, out, should_stop);
-            default: return count_loop<BucketShape::MultiWord>(probe, n, hash_at, out, should_stop);
-        }
+        return probe.with_shape([&](auto shape) {
+            return count_loop<decltype(shape)::value>(probe, n, hash_at, out, should_stop);
+        });
     }
     // Inserts keys in order. Stops at the first key that finds no room (filter as it was before
     // that key) and returns the number of keys inserted before it. `was_new` (may be null): for

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <new>
 #include <stdexcept>
+#include <type_traits>
 #include <utility>
 
 #if defined(__linux__)
@@ -208,19 +209,12 @@ struct TableProbe {
     uint64_t bit_of(uint64_t bucket) const noexcept { return bucket * bucket_bits; }
     uint64_t pattern_of(uint32_t fp) const noexcept { return fp * lane_ones; }
 
-    // The bucket starting at table bit `bit` as one word (single-word shapes only).
+    // The bucket at table bit `bit` in the low bits of a word whose bits above the bucket are
+    // left as they are (the next bucket's). The lane tests ignore them: no lane carries into the
+    // next one, and their results are masked with lane_high. Single-word shapes only.
     template <BucketShape Shape>
     uint64_t bucket_word(uint64_t bit) const noexcept {
         static_assert(Shape != BucketShape::MultiWord, "a multi-word bucket is not one word");
-        if constexpr (Shape == BucketShape::Aligned) return load_le64(data + (bit >> 3)) & word_mask;
-        else if constexpr (Shape == BucketShape::OneLoad) return (load_le64(data + (bit >> 3)) >> (bit & 7)) & word_mask;
-        else return load_bits(bit);
-    }
-    // The bucket at table bit `bit` in the low bits of a word whose bits above the bucket are
-    // left as they are (the next bucket's). The lane tests below ignore them: no lane carries
-    // into the next one, and the result is masked with lane_high. Single-word shapes only.
-    template <BucketShape Shape>
-    uint64_t bucket_word_unmasked(uint64_t bit) const noexcept {
         if constexpr (Shape == BucketShape::Aligned) return load_le64(data + (bit >> 3));
         else if constexpr (Shape == BucketShape::OneLoad) return load_le64(data + (bit >> 3)) >> (bit & 7);
         else return load_bits(bit);
@@ -238,8 +232,8 @@ struct TableProbe {
             }
             return any != 0;
         } else {
-            const uint64_t x = bucket_word_unmasked<Shape>(bit1) ^ pattern;
-            const uint64_t y = bucket_word_unmasked<Shape>(bit2) ^ pattern;
+            const uint64_t x = bucket_word<Shape>(bit1) ^ pattern;
+            const uint64_t y = bucket_word<Shape>(bit2) ^ pattern;
             const uint64_t tx = ((x & lane_low) + lane_low) | x;
             const uint64_t ty = ((y & lane_low) + lane_low) | y;
             return (~(tx & ty) & lane_high) != 0;
@@ -258,8 +252,8 @@ struct TableProbe {
             }
             return n;
         } else {
-            const uint64_t mx = zero_lanes(bucket_word_unmasked<Shape>(bit1) ^ pattern);
-            const uint64_t my = zero_lanes(bucket_word_unmasked<Shape>(bit2) ^ pattern);
+            const uint64_t mx = zero_lanes(bucket_word<Shape>(bit1) ^ pattern);
+            const uint64_t my = zero_lanes(bucket_word<Shape>(bit2) ^ pattern);
             return static_cast<unsigned>(popcount64(mx | (my >> 1)));
         }
     }
@@ -275,13 +269,19 @@ struct TableProbe {
             return zero_lanes(bucket_word<Shape>(bit) ^ pattern) != 0;
         }
     }
-    bool contains(uint64_t bucket, uint32_t fp) const noexcept {
+    // fn(std::integral_constant<BucketShape, shape()>{}): code specialised for this table's
+    // bucket shape, chosen once (per batch, not per bucket).
+    template <class Fn>
+    auto with_shape(Fn&& fn) const {
         switch (shape()) {
-            case BucketShape::Aligned: return contains_as<BucketShape::Aligned>(bucket, fp);
-            case BucketShape::OneLoad: return contains_as<BucketShape::OneLoad>(bucket, fp);
-            case BucketShape::OneWord: return contains_as<BucketShape::OneWord>(bucket, fp);
-            default: return contains_as<BucketShape::MultiWord>(bucket, fp);
+            case BucketShape::Aligned: return fn(std::integral_constant<BucketShape, BucketShape::Aligned>{});
+            case BucketShape::OneLoad: return fn(std::integral_constant<BucketShape, BucketShape::OneLoad>{});
+            case BucketShape::OneWord: return fn(std::integral_constant<BucketShape, BucketShape::OneWord>{});
+            default: return fn(std::integral_constant<BucketShape, BucketShape::MultiWord>{});
         }
+    }
+    bool contains(uint64_t bucket, uint32_t fp) const noexcept {
+        return with_shape([&](auto shape) { return contains_as<decltype(shape)::value>(bucket, fp); });
     }
     unsigned count(uint64_t bucket, uint32_t fp) const noexcept {
         unsigned n = 0;
