@@ -412,7 +412,7 @@ def _small_loaded_filter(preload, bucket_size, fingerprint_bits, seed) -> Filter
 
 
 # short fingerprints make false positives (and so non-trivial answers) common
-bulk_widths = st.sampled_from([4, 5, 6, 8, 12, 32])
+bulk_widths = st.sampled_from([4, 5, 6, 8, 12, 15, 16, 32])  # with b = 2, 4, 8: every bucket shape
 
 
 @given(batch=batches, preload=st.lists(keys, max_size=60), bucket_size=bucket_sizes, fingerprint_bits=bulk_widths,

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 import cuckoo
+from _threads import run_threads
 
 pytestmark = pytest.mark.skipif(
     hasattr(sys, "_is_gil_enabled") and not sys._is_gil_enabled(), reason="measures the GIL; this build has none"
@@ -136,30 +137,6 @@ def test_string_inputs_release_the_gil(loaded):
 
 
 # ---- several threads on one filter -------------------------------------------------------------
-
-
-def run_threads(targets) -> None:
-    """Runs the callables in threads started together; re-raises the first error."""
-    errors: list = []
-    barrier = threading.Barrier(len(targets))
-
-    def wrap(fn):
-        def run():
-            try:
-                barrier.wait()
-                fn()
-            except BaseException as e:  # noqa: BLE001 - reported to the test thread
-                errors.append(e)
-
-        return run
-
-    threads = [threading.Thread(target=wrap(fn)) for fn in targets]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise errors[0]
 
 
 def test_concurrent_readers_get_correct_answers(loaded):
