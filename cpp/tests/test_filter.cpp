@@ -496,7 +496,9 @@ TEST_CASE(batch_operations_equal_scalar_operations) {
     cktest::Rng rng(40);
     uint64_t batches = 0, completed = 0;
     for (unsigned b : kBucketSizes) {
-        for (unsigned f : {8u, 13u, 15u, 16u, 32u}) {  // every BucketShape: aligned, one load, one word, several words
+        // Every f, so every BucketShape (aligned, one load, one word, several words) and every
+        // lane layout the AVX2 lookup kernel reads.
+        for (unsigned f = cuckoo::kMinFingerprintBits; f <= cuckoo::kMaxFingerprintBits; ++f) {
             for (uint64_t n : {0u, 1u, 31u, 32u, 33u, 64u, 100u, 400u}) {
                 const uint64_t m = 512;
                 cktest::context() = params(m, b, f) + " n=" + std::to_string(n);
@@ -844,6 +846,43 @@ TEST_CASE(block_kernels_equal_the_scalar_locator) {
             }
         }
     }
+}
+
+// The AVX2 lookup kernel's locate step (cuckoo/lookup_avx2.hpp, its own formulas in intrinsics)
+// gives the bit positions and fingerprint patterns of Locator and TableProbe, for the same
+// geometries as above and every bucket size.
+TEST_CASE(lookup_kernel_locates_like_the_scalar_locator) {
+#if CUCKOO_X86_DISPATCH
+    if (!cuckoo::kernels::use_avx2()) return;
+    cktest::Rng rng(52);
+    const uint64_t bucket_counts[] = {8, 16, 24, 4096, 267384, 1000008, (uint64_t(1) << 31) + 8,
+                                      cuckoo::kMaxBucketCount - 8, cuckoo::kMaxBucketCount};
+    for (uint64_t m : bucket_counts) {
+        for (unsigned b : kBucketSizes) {
+            for (unsigned f = cuckoo::kMinFingerprintBits; f <= cuckoo::kMaxFingerprintBits; ++f) {
+                cktest::context() = params(m, b, f);
+                const cuckoo::Locator loc{m, m >> cuckoo::kBlockShift, f};
+                const cuckoo::PackedTable layout(cuckoo::kBlockBuckets, b, f);  // lane constants of (b, f)
+                const cuckoo::TableProbe probe = layout.probe();
+                alignas(32) uint64_t hash[cuckoo::kBatchBlock];
+                cuckoo::kernels::LocatedLanes at;
+                for (unsigned round = 0; round < 4; ++round) {
+                    const unsigned len = round == 0 ? cuckoo::kBatchBlock : 1 + static_cast<unsigned>(rng.below(32));
+                    for (unsigned x = 0; x < len; ++x) hash[x] = x == 0 ? 0 : x == 1 ? ~uint64_t(0) : rng.next();
+                    uint64_t copy[cuckoo::kBatchBlock];
+                    std::copy(hash, hash + len, copy);
+                    cuckoo::kernels::locate_lanes_avx2(loc, probe, hash, len, at);
+                    for (unsigned x = 0; x < len; ++x) {
+                        const cuckoo::KeyHash k = loc.locate(copy[x]);
+                        CHECK_EQ(at.bit1[x], probe.bit_of(k.i1));
+                        CHECK_EQ(at.bit2[x], probe.bit_of(k.i2));
+                        CHECK_EQ(at.pattern[x], probe.pattern_of(k.fp));
+                    }
+                }
+            }
+        }
+    }
+#endif
 }
 
 TEST_CASE(block_hash_equals_hash_u64) {
