@@ -117,6 +117,27 @@ def test_int_arrays_property(arr, step, start, read_only):
     check_bulk_equals_scalar(lambda: view, view.tolist())
 
 
+@pytest.mark.parametrize("fingerprint_bits", [16, 13], ids=["f16-aligned", "f13-one-load"])
+def test_lookups_on_a_table_larger_than_the_caches(fingerprint_bits):
+    # Tables above 8 MiB take the lookup kernel's other way (bucket 2 read only when bucket 1 misses,
+    # pipelined over blocks): its answers are the scalar ones, for int and string keys.
+    rng = np.random.default_rng(fingerprint_bits)
+    f = cuckoo.Filter(5_000_000, fingerprint_bits=fingerprint_bits, bucket_size=4)
+    assert f.nbytes > 8 * 2**20
+    stored = rng.integers(0, 2**64 - 1, size=int(0.9 * f.slot_count), dtype=np.uint64)
+    f.add_many(stored)
+    words = np.array([b"key-%d" % i for i in range(30_000)], dtype="S24")
+    f.add_many(words[::2])
+    queries = np.concatenate([stored[:20_001], rng.integers(0, 2**64 - 1, size=20_000, dtype=np.uint64)])
+    rng.shuffle(queries)
+    found = f.contains_many(queries)
+    assert found.tolist() == [int(k) in f for k in queries.tolist()]
+    assert found.sum() >= 20_001  # every stored key among the queries
+    found_words = f.contains_many(words)
+    assert found_words.tolist() == [bytes(w) in f for w in words.tolist()]
+    assert found_words[::2].all()
+
+
 def test_int_key_is_its_value_whatever_the_dtype():
     f = new_filter()
     f.add_many(np.array([5, -1, 200], dtype=np.int16))

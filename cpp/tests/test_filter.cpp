@@ -885,6 +885,86 @@ TEST_CASE(lookup_kernel_locates_like_the_scalar_locator) {
 #endif
 }
 
+// Both ways through the AVX2 lookup kernel (one pass for cache-resident tables, two passes with
+// bucket 2 read only when needed for larger ones) answer exactly like contains_hash, whatever
+// the table size: here called directly on small tables, for every (b, f) the kernel reads, batch
+// lengths around the block size, and every output type; a stopped batch reports the keys done and
+// writes nothing past them.
+TEST_CASE(lookup_kernel_passes_equal_contains_hash) {
+#if CUCKOO_X86_DISPATCH
+    if (!cuckoo::kernels::use_avx2()) return;
+    cktest::Rng rng(53);
+    for (unsigned b : kBucketSizes) {
+        for (unsigned f = cuckoo::kMinFingerprintBits; f <= cuckoo::kMaxFingerprintBits; ++f) {
+            const uint64_t m = 1024;
+            Filter fl(m, b, f, 500, 23);
+            const cuckoo::TableProbe probe = fl.table().probe();
+            const bool readable = probe.with_shape([](auto shape) { return cuckoo::lookup_kernel_reads(decltype(shape)::value); });
+            if (!readable) continue;
+            // ~90% load: many keys sit in their second bucket.
+            const std::vector<uint64_t> stored = distinct_keys(m * b * 9 / 10, f);
+            uint64_t inserted = 0;
+            for (uint64_t k : stored) inserted += fl.insert_hash(fl.hash_int(k));
+            CHECK(inserted > m * b * 8 / 10);
+            for (uint64_t n : {0u, 1u, 3u, 31u, 32u, 33u, 64u, 65u, 97u, 1000u}) {
+                cktest::context() = params(m, b, f) + " n=" + std::to_string(n);
+                std::vector<uint64_t> keys(n);
+                for (uint64_t& k : keys) k = rng.below(2) ? stored[rng.below(stored.size())] : rng.next();
+                for (int pass = 1; pass <= 2; ++pass) {
+                    std::unique_ptr<bool[]> found(new bool[n + 1]);
+                    std::vector<uint8_t> found8(n + 1, 7);
+                    std::vector<uint32_t> found32(n + 1, 7);
+                    IntKeys source{&fl, &keys};
+                    auto never = [] { return false; };
+                    probe.with_shape([&](auto shape) {
+                        constexpr cuckoo::BucketShape kShape = decltype(shape)::value;
+                        if constexpr (cuckoo::lookup_kernel_reads(kShape)) {
+                            using namespace cuckoo::kernels;
+                            if (pass == 1) {
+                                CHECK_EQ(lookup_one_pass_avx2<kShape>(fl.locator(), probe, n, source, found.get(), never), n);
+                                CHECK_EQ(lookup_one_pass_avx2<kShape>(fl.locator(), probe, n, source, found8.data(), never), n);
+                                CHECK_EQ(lookup_one_pass_avx2<kShape>(fl.locator(), probe, n, source, found32.data(), never), n);
+                            } else {
+                                CHECK_EQ(lookup_two_pass_avx2<kShape>(fl.locator(), probe, n, source, found.get(), never), n);
+                                CHECK_EQ(lookup_two_pass_avx2<kShape>(fl.locator(), probe, n, source, found8.data(), never), n);
+                                CHECK_EQ(lookup_two_pass_avx2<kShape>(fl.locator(), probe, n, source, found32.data(), never), n);
+                            }
+                        }
+                        return 0;
+                    });
+                    for (uint64_t i = 0; i < n; ++i) {
+                        const bool expected = fl.contains_hash(fl.hash_int(keys[i]));
+                        CHECK_EQ(found[i], expected);
+                        CHECK_EQ(found8[i], uint8_t(expected));
+                        CHECK_EQ(found32[i], uint32_t(expected));
+                    }
+                    CHECK_EQ(found8[n], 7);  // nothing written past n
+                    CHECK_EQ(found32[n], 7u);
+                    // Stopped at the third poll: two blocks done, nothing written after them.
+                    unsigned polls = 0;
+                    auto stop = [&] { return ++polls >= 3; };
+                    std::vector<uint8_t> partial(n, 9);
+                    const uint64_t expected_done = std::min<uint64_t>(n, 2 * cuckoo::kBatchBlock);
+                    probe.with_shape([&](auto shape) {
+                        constexpr cuckoo::BucketShape kShape = decltype(shape)::value;
+                        if constexpr (cuckoo::lookup_kernel_reads(kShape)) {
+                            using namespace cuckoo::kernels;
+                            const uint64_t done = pass == 1
+                                ? lookup_one_pass_avx2<kShape>(fl.locator(), probe, n, source, partial.data(), stop)
+                                : lookup_two_pass_avx2<kShape>(fl.locator(), probe, n, source, partial.data(), stop);
+                            CHECK_EQ(done, expected_done);
+                        }
+                        return 0;
+                    });
+                    if (n > 2 * cuckoo::kBatchBlock)
+                        for (uint64_t i = expected_done; i < n; ++i) CHECK_EQ(partial[i], 9);
+                }
+            }
+        }
+    }
+#endif
+}
+
 TEST_CASE(block_hash_equals_hash_u64) {
     cktest::Rng rng(51);
     uint64_t values[cuckoo::kBatchBlock], out[cuckoo::kBatchBlock];

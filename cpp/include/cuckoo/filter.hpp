@@ -329,9 +329,10 @@ protected:
     template <BucketShape Shape, class HashAt, class Out, class Stop>
     uint64_t contains_loop(const TableProbe probe, uint64_t n, HashAt& hash_at, Out* out, Stop& should_stop) const {
 #if CUCKOO_X86_DISPATCH
-        // One-load buckets on an AVX2 CPU: the vector kernel (same results, a third fewer cycles).
+        // One-load buckets on an AVX2 CPU: the vector kernel (same results, fewer cycles).
         if constexpr (lookup_kernel_reads(Shape)) {
-            if (kernels::use_avx2()) return kernels::lookup_batch_avx2<Shape>(locator(), probe, n, hash_at, out, should_stop);
+            if (kernels::use_avx2())
+                return kernels::lookup_batch_avx2<Shape>(locator(), probe, table_bytes(), n, hash_at, out, should_stop);
         }
 #endif
         return for_each_located(n, hash_at, should_stop, [&](uint64_t j, const LocatedBlock& b, unsigned x) {
