@@ -178,6 +178,7 @@ KeyBatch batch_of_var_binary(const py::handle& offsets_obj, const py::handle& da
     b.var_offsets = static_cast<const unsigned char*>(offs.ptr);
     b.offset_width = static_cast<unsigned>(offs.itemsize);
     b.var_data = static_cast<const unsigned char*>(data.ptr);
+    b.var_data_size = static_cast<uint64_t>(data.shape[0]);
     // Validate before the loop reads anything: never read outside `data`.
     const int64_t limit = static_cast<int64_t>(data.shape[0]);
     int64_t prev = 0;

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "cuckoo/hash.hpp"
+#include "cuckoo/hash_block.hpp"
 #include "cuckoo/locate.hpp"
 
 #if defined(__SSE2__)
@@ -224,6 +225,7 @@ struct KeyBatch {
     const unsigned char* var_offsets = nullptr;
     unsigned offset_width = 8;
     const unsigned char* var_data = nullptr;
+    uint64_t var_data_size = 0;  // bytes of var_data that may be read (its buffer's length)
     // Hashes
     std::vector<uint64_t> hashes;
     // Keep exported buffers and their objects alive while the GIL is released. Destroyed with
@@ -265,6 +267,68 @@ struct IntKeys {
     }
 };
 
+// NumPy 'S' keys (fixed width, trailing NULs are padding) as a key source. hash_block hashes a
+// block at once with the core's vector kernel when the items are contiguous and at most 32 bytes
+// wide (the kernel reads whole 32-byte rows, so it must know where the array ends).
+struct PaddedBytesKeys {
+    cuckoo::KeyHasher hasher;
+    const unsigned char* base;
+    Py_ssize_t stride;
+    Py_ssize_t width;
+    uint64_t count;
+
+    uint64_t operator()(uint64_t k) const {
+        const unsigned char* p = base + static_cast<Py_ssize_t>(k) * stride;
+        return hasher.hash_key(p, unpadded_length(p, static_cast<size_t>(width)));
+    }
+    void hash_block(uint64_t start, unsigned len, uint64_t* out) const {
+        if (stride == width && cuckoo::padded_block_kernel_reads(static_cast<size_t>(width))) {
+            cuckoo::hash_padded_block(base + start * static_cast<uint64_t>(width), static_cast<size_t>(width), len,
+                                      hasher.seed, base + count * static_cast<uint64_t>(width), out);
+            return;
+        }
+        for (unsigned j = 0; j < len; ++j) out[j] = (*this)(start + j);
+    }
+};
+
+// Arrow-style keys (offsets of type Offset into a data buffer) as a key source: key k is
+// data[offsets[k] .. offsets[k + 1]). hash_block hashes a block at once with the core's vector
+// kernel, which may read up to 32 bytes from a key's start but never past the data buffer.
+template <class Offset>
+struct VarBinaryKeys {
+    cuckoo::KeyHasher hasher;
+    const unsigned char* offsets;
+    const unsigned char* data;
+    const unsigned char* data_end;
+
+    uint64_t operator()(uint64_t k) const {
+        Offset o[2];
+        std::memcpy(o, offsets + sizeof(Offset) * k, sizeof o);
+        return hasher.hash_key(data + o[0], static_cast<size_t>(o[1] - o[0]));
+    }
+    void hash_block(uint64_t start, unsigned len, uint64_t* out) const {
+        const unsigned char* key[cuckoo::kBatchBlock];
+        uint32_t key_len[cuckoo::kBatchBlock];
+        Offset o[cuckoo::kBatchBlock + 1];
+        for (unsigned done = 0; done < len; done += cuckoo::kBatchBlock) {
+            const unsigned part = std::min(len - done, cuckoo::kBatchBlock);
+            std::memcpy(o, offsets + sizeof(Offset) * (start + done), sizeof(Offset) * (part + 1));
+            bool fits = true;  // key lengths as 32 bits (longer keys: one at a time)
+            for (unsigned j = 0; j < part; ++j) {
+                const uint64_t l = static_cast<uint64_t>(o[j + 1] - o[j]);
+                key[j] = data + o[j];
+                key_len[j] = static_cast<uint32_t>(l);
+                fits &= l <= UINT32_MAX;
+            }
+            if (fits) {
+                cuckoo::hash_bytes_block(key, key_len, part, hasher.seed, data_end, out + done);
+            } else {
+                for (unsigned j = 0; j < part; ++j) out[done + j] = (*this)(start + done + j);
+            }
+        }
+    }
+};
+
 // Runs fn(hash_at) with a hash_at(k) -> uint64_t specialised for the batch's layout: the
 // dispatch on dtype happens once per call, not once per key.
 template <class Fn>
@@ -291,14 +355,8 @@ auto with_hasher(const cuckoo::KeyHasher& f, const KeyBatch& b, Fn&& fn) {
                 default: return int_keys(uint64_t{});
             }
         }
-        case BufferKind::Bytes: {
-            const unsigned char* base = b.data;
-            const Py_ssize_t stride = b.stride, width = b.itemsize;
-            return fn([f, base, stride, width](uint64_t k) {
-                const unsigned char* p = base + static_cast<Py_ssize_t>(k) * stride;
-                return f.hash_key(p, unpadded_length(p, static_cast<size_t>(width)));
-            });
-        }
+        case BufferKind::Bytes:
+            return fn(PaddedBytesKeys{f, b.data, b.stride, b.itemsize, b.size});
         case BufferKind::Unicode: {
             const unsigned char* base = b.data;
             const Py_ssize_t stride = b.stride, chars = b.itemsize / 4;
@@ -322,20 +380,9 @@ auto with_hasher(const cuckoo::KeyHasher& f, const KeyBatch& b, Fn&& fn) {
         }
         case BufferKind::VarBinary:
         default: {
-            const unsigned char* offs = b.var_offsets;
-            const unsigned char* data = b.var_data;
-            if (b.offset_width == 4) {
-                return fn([f, offs, data](uint64_t k) {
-                    int32_t o[2];
-                    std::memcpy(o, offs + 4 * k, 8);
-                    return f.hash_key(data + o[0], static_cast<size_t>(o[1] - o[0]));
-                });
-            }
-            return fn([f, offs, data](uint64_t k) {
-                int64_t o[2];
-                std::memcpy(o, offs + 8 * k, 16);
-                return f.hash_key(data + o[0], static_cast<size_t>(o[1] - o[0]));
-            });
+            const unsigned char* data_end = b.var_data + b.var_data_size;
+            if (b.offset_width == 4) return fn(VarBinaryKeys<int32_t>{f, b.var_offsets, b.var_data, data_end});
+            return fn(VarBinaryKeys<int64_t>{f, b.var_offsets, b.var_data, data_end});
         }
     }
 }

@@ -229,6 +229,21 @@ def test_s_arrays_property(values, extra_width, step):
     check_bulk_equals_scalar(lambda: view, [bytes(x) for x in view])
 
 
+@given(
+    values=st.lists(st.binary(max_size=32), max_size=70),
+    extra_width=st.integers(0, 3),
+    step=st.sampled_from([1, 1, 1, 2]),
+)
+def test_short_s_arrays_property(values, extra_width, step):
+    # Contiguous 'S' arrays up to 32 bytes wide are hashed by the core's vector kernel, which reads
+    # each item as a 32-byte row (the next items' bytes, or the array's end, lie inside it) and
+    # finds the length in the row; items of exactly 32 bytes and the last rows of the array take
+    # the scalar path.
+    width = min(max([len(v) for v in values] + [1]) + extra_width, 32)
+    view = np.array(values, dtype=f"S{width}")[::step]
+    check_bulk_equals_scalar(lambda: view, [bytes(x) for x in view])
+
+
 def test_u_arrays_non_ascii_astral_and_nuls():
     words = ["a", "é", "日本語", "😀", "a😀b", "\U0010ffff", "a\x00b", "ab\x00", "", "\x00", "ß" * 9]
     for order in "<>":
@@ -420,6 +435,24 @@ def test_arrow_property(words, name, cut, start, dictionary):
     chunked = pa.chunked_array([arr.slice(0, cut), arr.slice(cut)], type=arr.type)
     check_bulk_equals_scalar(lambda: arr, arr.to_pylist())
     check_bulk_equals_scalar(lambda: chunked, chunked.to_pylist())
+
+
+@given(
+    keys=st.lists(st.binary(max_size=40), max_size=70),
+    large=st.booleans(),
+    start=st.integers(0, 3),
+)
+def test_arrow_binary_exact_buffers_property(keys, large, start):
+    # A data buffer exactly as long as its keys (Arrow's own buffers are padded): the vector hash
+    # reads each key of up to 31 bytes as a 32-byte row, so the last keys' rows would cross the
+    # buffer's end and must take the scalar path instead (under ASan an overread fails this test).
+    offsets = np.cumsum([0] + [len(k) for k in keys], dtype=np.int64 if large else np.int32)
+    arr = pa.Array.from_buffers(
+        pa.large_binary() if large else pa.binary(),
+        len(keys),
+        [None, pa.py_buffer(offsets.tobytes()), pa.py_buffer(b"".join(keys))],
+    ).slice(min(start, len(keys)))
+    check_bulk_equals_scalar(lambda: arr, arr.to_pylist())
 
 
 # ---- pandas -------------------------------------------------------------------------------------

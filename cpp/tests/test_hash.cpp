@@ -12,6 +12,7 @@
 //      xxhash.xxh64_intdigest(buf[:n], seed) for n in range(101)
 //    Lengths 0..100 reach every branch of XXH64: the < 32-byte path and the 32-byte-stripe path,
 //    each followed by every combination of 8-byte words, a 4-byte word and 0..3 single bytes.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -19,6 +20,7 @@
 
 #include "check.hpp"
 #include "cuckoo/hash.hpp"
+#include "cuckoo/hash_block.hpp"
 
 using cuckoo::hash_bytes;
 using cuckoo::hash_u64;
@@ -238,6 +240,91 @@ TEST_CASE(xxh64_reads_every_byte_and_no_more) {
         for (size_t i = len; i < len + 8; ++i) buf[i] ^= 0xFF;
         cktest::context() = "len=" + std::to_string(len);
         CHECK_EQ(xxh64(buf.data(), len, 0), h);
+    }
+}
+
+// The block hash of string columns (hash_block.hpp) gives the published values: keys of every
+// length 0..100 cut from the sanity buffer, hashed in blocks of 1 to 32, with the readable end far
+// away (short keys take the vector kernel) and exactly at the buffer's end (the last keys' rows
+// would cross it: the scalar path).
+TEST_CASE(hash_bytes_block_gives_the_published_values) {
+    const std::vector<unsigned char> buf = fill_sanity_buffer(101);
+    std::vector<const unsigned char*> key;
+    std::vector<uint32_t> len;
+    for (uint32_t l = 0; l <= 100; ++l) {
+        key.push_back(buf.data());
+        len.push_back(l);
+    }
+    for (const unsigned char* end : {buf.data() + buf.size(), buf.data() + 20}) {
+        for (unsigned block : {1u, 3u, 4u, 5u, 32u}) {
+            std::vector<uint64_t> out(key.size(), 0);
+            for (size_t start = 0; start < key.size(); start += block) {
+                const unsigned n = static_cast<unsigned>(std::min<size_t>(block, key.size() - start));
+                cuckoo::hash_bytes_block(key.data() + start, len.data() + start, n, PRIME32, end, out.data() + start);
+            }
+            for (size_t l = 0; l <= 100; ++l) {
+                cktest::context() = "len=" + std::to_string(l) + " block=" + std::to_string(block);
+                CHECK_EQ(out[l], kLen0to100SeedPrime32[l]);
+            }
+        }
+    }
+}
+
+// Random keys packed back to back in a buffer that ends right after the last one (ASan sees any
+// read past it), at every alignment, with random bytes after each key inside its 32-byte row:
+// hash_bytes_block == hash_bytes key by key.
+TEST_CASE(hash_bytes_block_equals_hash_bytes) {
+    cktest::Rng rng(61);
+    for (int round = 0; round < 400; ++round) {
+        const unsigned n = static_cast<unsigned>(rng.below(cuckoo::kBatchBlock + 1));
+        std::vector<uint32_t> len(n);
+        size_t total = static_cast<size_t>(rng.below(8));  // leading bytes: alignment
+        for (uint32_t& l : len) {
+            l = static_cast<uint32_t>(rng.below(4) == 0 ? rng.below(80) : rng.below(40));
+            total += l;
+        }
+        std::vector<unsigned char> data(total);
+        for (unsigned char& c : data) c = static_cast<unsigned char>(rng.next());
+        std::vector<const unsigned char*> key(n);
+        size_t at = total;
+        for (unsigned j = n; j-- > 0;) {  // last key at the end of the buffer
+            at -= len[j];
+            key[j] = data.data() + at;
+        }
+        const uint64_t seed = rng.next();
+        std::vector<uint64_t> out(n + 1, 12345);
+        cuckoo::hash_bytes_block(key.data(), len.data(), n, seed, data.data() + data.size(), out.data());
+        for (unsigned j = 0; j < n; ++j) {
+            cktest::context() = "round=" + std::to_string(round) + " key=" + std::to_string(j) + " len=" + std::to_string(len[j]);
+            CHECK_EQ(out[j], cuckoo::hash_bytes(key[j], len[j], seed));
+        }
+        CHECK_EQ(out[n], 12345u);  // nothing written past n
+    }
+}
+
+// NumPy 'S'-style items (fixed width, NUL padding, NULs inside too) in an array that ends at the
+// last item: hash_padded_block == hash_bytes of each item without its trailing NULs, every width.
+TEST_CASE(hash_padded_block_strips_the_padding) {
+    cktest::Rng rng(67);
+    for (size_t width = 1; width <= 40; ++width) {
+        for (int round = 0; round < 20; ++round) {
+            const unsigned n = static_cast<unsigned>(1 + rng.below(cuckoo::kBatchBlock));
+            std::vector<unsigned char> items(n * width, 0);
+            for (unsigned j = 0; j < n; ++j) {
+                const size_t used = rng.below(width + 1);
+                for (size_t i = 0; i < used; ++i) items[j * width + i] = static_cast<unsigned char>(rng.below(3) ? rng.next() : 0);
+            }
+            const uint64_t seed = rng.next();
+            std::vector<uint64_t> out(n);
+            cuckoo::hash_padded_block(items.data(), width, n, seed, items.data() + items.size(), out.data());
+            for (unsigned j = 0; j < n; ++j) {
+                const unsigned char* p = items.data() + j * width;
+                size_t l = width;
+                while (l > 0 && p[l - 1] == 0) --l;
+                cktest::context() = "width=" + std::to_string(width) + " item=" + std::to_string(j);
+                CHECK_EQ(out[j], cuckoo::hash_bytes(p, l, seed));
+            }
+        }
     }
 }
 

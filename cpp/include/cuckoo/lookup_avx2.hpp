@@ -33,12 +33,9 @@
 #include <cstring>
 #include <type_traits>
 
+#include "cuckoo/avx2.hpp"
 #include "cuckoo/locate.hpp"
 #include "cuckoo/table.hpp"
-
-#if CUCKOO_X86_DISPATCH
-#include <immintrin.h>
-#endif
 
 namespace cuckoo {
 
@@ -52,21 +49,6 @@ constexpr bool lookup_kernel_reads(BucketShape shape) {
 
 #if CUCKOO_X86_DISPATCH
 namespace kernels {
-
-#define CUCKOO_AVX2 __attribute__((target("avx2"), always_inline)) inline
-
-// Low 64 bits of a * b in each lane when a < 2^32 (then a's high half contributes nothing):
-// two 32x32->64 multiplies instead of three.
-CUCKOO_AVX2 __m256i mul_small_by(__m256i a, __m256i b_lo, __m256i b_hi) {
-    return _mm256_add_epi64(_mm256_mul_epu32(a, b_lo), _mm256_slli_epi64(_mm256_mul_epu32(a, b_hi), 32));
-}
-// Low 64 bits of a * b in each lane, any a.
-CUCKOO_AVX2 __m256i mul_by(__m256i a, __m256i b_lo, __m256i b_hi) {
-    const __m256i cross = _mm256_mul_epu32(_mm256_srli_epi64(a, 32), b_lo);
-    return _mm256_add_epi64(mul_small_by(a, b_lo, b_hi), _mm256_slli_epi64(cross, 32));
-}
-
-CUCKOO_AVX2 __m256i splat(uint64_t v) { return _mm256_set1_epi64x(static_cast<long long>(v)); }
 
 // The constants of one block lookup, in vector registers.
 struct LookupConstants {
@@ -313,8 +295,6 @@ uint64_t lookup_batch_avx2(const Locator& loc, const TableProbe& probe, uint64_t
     if (table_bytes > kTwoPassMinBytes) return lookup_two_pass_avx2<Shape>(loc, probe, n, hash_at, out, should_stop);
     return lookup_one_pass_avx2<Shape>(loc, probe, n, hash_at, out, should_stop);
 }
-
-#undef CUCKOO_AVX2
 
 }  // namespace kernels
 #endif
