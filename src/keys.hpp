@@ -254,14 +254,16 @@ struct IntKeys {
     }
     uint64_t operator()(uint64_t k) const { return hasher.hash_int(value(k)); }
     void hash_block(uint64_t start, unsigned len, uint64_t* out) const {
+        // Contiguous, aligned, native-order 64-bit values are hashed where they lie (the common
+        // uint64/int64 array); other layouts are gathered into a block of values first.
+        if (sizeof(T) == 8 && stride == 8 && !swap && reinterpret_cast<uintptr_t>(base) % alignof(uint64_t) == 0) {
+            cuckoo::hash_u64_block(reinterpret_cast<const uint64_t*>(base) + start, len, hasher.seed, out);
+            return;
+        }
         uint64_t values[cuckoo::kBatchBlock];
         for (unsigned done = 0; done < len; done += cuckoo::kBatchBlock) {
             const unsigned part = std::min(len - done, cuckoo::kBatchBlock);
-            if (sizeof(T) == 8 && stride == 8 && !swap) {
-                std::memcpy(values, base + (start + done) * 8, part * sizeof(uint64_t));
-            } else {
-                for (unsigned j = 0; j < part; ++j) values[j] = value(start + done + j);
-            }
+            for (unsigned j = 0; j < part; ++j) values[j] = value(start + done + j);
             cuckoo::hash_u64_block(values, part, hasher.seed, out + done);
         }
     }

@@ -138,6 +138,20 @@ def test_lookups_on_a_table_larger_than_the_caches(fingerprint_bits):
     assert found_words[::2].all()
 
 
+@pytest.mark.parametrize("byte_offset", [0, 1, 4, 7])
+@pytest.mark.parametrize("dtype", ["<u8", ">u8", "<i8"])
+def test_int64_arrays_at_any_byte_offset(byte_offset, dtype):
+    # Contiguous native 8-byte-aligned arrays are hashed in place, the others value by value:
+    # both give the keys' values.
+    values = np.array([0, 1, 2**63 - 1, 2**63 if dtype != "<i8" else -(2**63), 12345, 2**40 + 3] * 7, dtype=dtype)
+    raw = np.zeros(values.nbytes + 8, dtype=np.uint8)  # NumPy allocations are 16-byte aligned
+    raw[byte_offset : byte_offset + values.nbytes] = values.view(np.uint8)
+    view = raw[byte_offset : byte_offset + values.nbytes].view(dtype)
+    assert view.tolist() == values.tolist()
+    assert (view.ctypes.data % 8 == 0) == (byte_offset == 0)
+    check_bulk_equals_scalar(lambda: view, view.tolist())
+
+
 def test_int_key_is_its_value_whatever_the_dtype():
     f = new_filter()
     f.add_many(np.array([5, -1, 200], dtype=np.int16))
