@@ -17,6 +17,15 @@
 // of the memory the caller may read), are hashed by the scalar hash_bytes instead, lane by lane.
 // Every result is exactly hash_bytes(key, len, seed) (cpp/tests/test_hash.cpp checks each length,
 // alignment and end position).
+//
+// What it buys (2-core AMD EPYC development machine, keys of 8-32 bytes): half the instructions
+// (callgrind, contains_many through the extension: ~200 -> ~96 a key for Arrow binary, ~232 ->
+// ~117 for NumPy 'S32'), but only ~10-15% less time for the hash itself (4096 hot keys: 13.5-15
+// against 15.5-17 ns a key), because AVX2 has no 64-bit multiply (7 operations each) and the
+// kernel is bound by its vector arithmetic (~72 instructions a key of it alone, ~9 ns).
+// End to end: NumPy 'S32' lookups at 10^6 keys 26 -> 18-21 ns a key (the length also comes from
+// the row), Arrow ~3% faster (C++ harness, alternating runs). Interleaving two or four groups,
+// or hashing some keys with the scalar code alongside, measured within noise or ~10%.
 #pragma once
 
 #include <cstddef>
