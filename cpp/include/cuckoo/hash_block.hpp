@@ -216,7 +216,8 @@ __attribute__((target("avx2"))) inline void hash_padded_block_avx2(const unsigne
             alignas(16) uint32_t lens[4];
             for (unsigned l = 0; l < 4; ++l) {
                 const unsigned x = 4 * g + l;
-                const unsigned char* p = block + x * width;
+                // Lanes past the block read the zero row (no pointer is formed past the items).
+                const unsigned char* p = x < part ? block + x * width : kZeroRow;
                 const bool readable = x < part && readable_end - p >= static_cast<std::ptrdiff_t>(kKeyRowBytes);
                 row[l] = load_row(readable ? p : kZeroRow);
                 const uint32_t nonzero =
