@@ -43,6 +43,13 @@ constexpr size_t kShortKeyMax = 31;
 // Bytes the kernel reads from a key's first byte.
 constexpr size_t kKeyRowBytes = 32;
 
+// Length of a fixed-width item without its trailing NUL padding (the scalar path of padded
+// items; the vector kernel finds it in the item's row).
+inline size_t unpadded_size(const unsigned char* item, size_t width) noexcept {
+    while (width > 0 && item[width - 1] == 0) --width;
+    return width;
+}
+
 namespace kernels {
 
 inline void hash_bytes_block_generic(const unsigned char* const* key, const uint32_t* len, unsigned n, uint64_t seed,
@@ -147,9 +154,8 @@ inline bool row_readable(const unsigned char* p, size_t len, const unsigned char
     return len <= kShortKeyMax && readable_end - p >= static_cast<std::ptrdiff_t>(kKeyRowBytes);
 }
 
-// Runs the vector kernel on keys [0, n) (n <= kBatchBlock) once `load(rows, g)` has filled group
-// g of rows for every group; lanes set in `scalar` (bit x: key x) are then overwritten with
-// scalar_hash(x).
+// Hashes keys [0, n) (n <= kBatchBlock) from `rows` (every group of them filled by set_group)
+// into out; lanes set in `scalar` (bit x: key x) are then overwritten with scalar_hash(x).
 template <class ScalarHash>
 CUCKOO_AVX2 void finish_block(const Xxh64Constants& c, const KeyRows& rows, unsigned n, uint64_t scalar,
                               ScalarHash&& scalar_hash, uint64_t* out) {
@@ -201,11 +207,6 @@ __attribute__((target("avx2"))) inline void hash_padded_block_avx2(const unsigne
     // The row's bytes that belong to the item (the rest is the next item's).
     const uint32_t item_bytes = width >= 32 ? 0xFFFFFFFFu : (uint32_t(1) << width) - 1;
     const __m256i zero = _mm256_setzero_si256();
-    auto unpadded = [&](const unsigned char* p) {
-        size_t l = width;
-        while (l > 0 && p[l - 1] == 0) --l;
-        return l;
-    };
     for (unsigned start = 0; start < n; start += kBatchBlock) {
         const unsigned part = n - start < kBatchBlock ? n - start : kBatchBlock;
         const unsigned char* const block = first + start * width;
@@ -233,7 +234,7 @@ __attribute__((target("avx2"))) inline void hash_padded_block_avx2(const unsigne
         finish_block(c, rows, part, scalar,
                      [&](unsigned x) {
                          const unsigned char* p = block + x * width;
-                         return hash_bytes(p, unpadded(p), seed);
+                         return hash_bytes(p, unpadded_size(p, width), seed);
                      },
                      out + start);
     }
@@ -277,9 +278,7 @@ inline void hash_padded_block(const unsigned char* first, size_t width, unsigned
     (void)readable_end;
     for (unsigned j = 0; j < n; ++j) {
         const unsigned char* p = first + j * width;
-        size_t len = width;
-        while (len > 0 && p[len - 1] == 0) --len;
-        out[j] = hash_bytes(p, len, seed);
+        out[j] = hash_bytes(p, unpadded_size(p, width), seed);
     }
 }
 
