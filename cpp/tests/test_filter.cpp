@@ -273,50 +273,78 @@ TEST_CASE(locate_ranges_and_extremes) {
             }
         }
     }
-    // The key hash is the seeded XXH64 of the key.
+    // The key hash is the seeded XXH3-64 (the default) or XXH64 of the key.
     const Filter fl(8, 4, 16, 500, 42);
-    CHECK_EQ(fl.hash_int(5), cuckoo::hash_u64(5, 42));
-    CHECK_EQ(fl.hash_key("abc", 3), cuckoo::xxh64("abc", 3, 42));
+    CHECK(fl.hash_algorithm() == cuckoo::HashAlgorithm::xxh3);
+    CHECK_EQ(fl.hash_int(5), cuckoo::xxh3_u64(5, 42));
+    CHECK_EQ(fl.hash_key("abc", 3), cuckoo::xxh3_64("abc", 3, 42));
+    CHECK_EQ(fl.hash_key("abc", 3), 0xD8438DEF21BBDCC3ull);  // xxhash.xxh3_64_intdigest(b"abc", 42)
+    const Filter old(8, 4, 16, 500, 42, cuckoo::HashAlgorithm::xxh64);
+    CHECK_EQ(old.hash_int(5), cuckoo::hash_u64(5, 42));
+    CHECK_EQ(old.hash_key("abc", 3), cuckoo::xxh64("abc", 3, 42));
 }
 
 TEST_CASE(hash_to_bucket_mapping_is_frozen) {
     // Invariant 6: (key, seed, bucket_count, f) -> (i1, i2, fp) is part of the file format.
     // Expected values computed independently in Python from the documented formulas:
-    //   h = xxhash.xxh64_intdigest(key.to_bytes(8, "little"), seed)
+    //   h = xxhash.xxh64_intdigest(key.to_bytes(8, "little"), seed)     (hash algorithm 1)
+    //   h = xxhash.xxh3_64_intdigest(key.to_bytes(8, "little"), seed)   (hash algorithm 2)
     //   i1 = ((h & 0xFFFFFFFF) * m) >> 32;  fp = 1 + (((h >> 32) * (2**f - 1)) >> 32)
     //   g = splitmix64_finaliser(fp); hb = ((g & 0xFFFFFFFF) * (m // 8)) >> 32
     //   ho = 1 + (((g >> 32) * 7) >> 32); i2 = ((hb - (i1 >> 3)) % (m // 8)) * 8 + ((i1 & 7) ^ ho)
     struct Golden {
+        cuckoo::HashAlgorithm algorithm;
         uint64_t m;
         unsigned f;
         uint64_t seed, key, h, i1, i2;
         uint32_t fp;
     };
     const Golden golden[] = {
-        {8, 4, 0x0ull, 0x0ull, 0x34C96ACDCADB1BBBull, 6, 0, 4},
-        {8, 4, 0x0ull, 0x1ull, 0x9F29CB17A2A49995ull, 5, 4, 10},
-        {8, 4, 0x0ull, 0x8000000000000000ull, 0x3F425EACF01544E0ull, 7, 1, 4},
-        {8, 4, 0x0ull, 0xFFFFFFFFFFFFFFFFull, 0x85D136ADB773C6C9ull, 5, 3, 8},
-        {8, 4, 0x0ull, 0x75BCD15ull, 0xCB7C2941B198004Dull, 5, 7, 12},
-        {1000, 12, 0x0ull, 0x0ull, 0x34C96ACDCADB1BBBull, 792, 364, 845},
-        {1000, 12, 0x0ull, 0x1ull, 0x9F29CB17A2A49995ull, 635, 709, 2546},
-        {1000, 12, 0x0ull, 0x8000000000000000ull, 0x3F425EACF01544E0ull, 937, 486, 1012},
-        {1000, 12, 0x0ull, 0xFFFFFFFFFFFFFFFFull, 0x85D136ADB773C6C9ull, 716, 5, 2141},
-        {1000, 12, 0x0ull, 0x75BCD15ull, 0xCB7C2941B198004Dull, 693, 400, 3255},
-        {123456, 16, 0x2Aull, 0x0ull, 0xB71B47EBDA15746Cull, 105170, 106216, 46875},
-        {123456, 16, 0x2Aull, 0x1ull, 0x9ED50FD59358D232ull, 71058, 112189, 40661},
-        {123456, 16, 0x2Aull, 0x8000000000000000ull, 0x88608019C494C1F4ull, 94801, 97467, 34912},
-        {123456, 16, 0x2Aull, 0xFFFFFFFFFFFFFFFFull, 0x358AE035BFB46FD2ull, 92449, 50664, 13707},
-        {123456, 16, 0x2Aull, 0x75BCD15ull, 0x2F64F8F3490DEF3Full, 35230, 21762, 12133},
-        {1048576, 32, 0xFFFFFFFFFFFFFFFFull, 0x0ull, 0x60B899029D747159ull, 644935, 740764, 1622710530},
-        {1048576, 32, 0xFFFFFFFFFFFFFFFFull, 0x1ull, 0x0CF2B890E8D9479Full, 953748, 281053, 217233552},
-        {1048576, 32, 0xFFFFFFFFFFFFFFFFull, 0x8000000000000000ull, 0xB0BDB479FE9B7026ull, 1042871, 117197, 2965222521u},
-        {1048576, 32, 0xFFFFFFFFFFFFFFFFull, 0xFFFFFFFFFFFFFFFFull, 0x1A158C94ABF6A8B1ull, 704362, 823317, 437619860},
-        {1048576, 32, 0xFFFFFFFFFFFFFFFFull, 0x75BCD15ull, 0xA934ACFFB529B206ull, 742043, 619584, 2838801663u},
+        {cuckoo::HashAlgorithm::xxh64, 8, 4, 0x0ull, 0x0ull, 0x34C96ACDCADB1BBBull, 6, 0, 4},
+        {cuckoo::HashAlgorithm::xxh64, 8, 4, 0x0ull, 0x1ull, 0x9F29CB17A2A49995ull, 5, 4, 10},
+        {cuckoo::HashAlgorithm::xxh64, 8, 4, 0x0ull, 0x8000000000000000ull, 0x3F425EACF01544E0ull, 7, 1, 4},
+        {cuckoo::HashAlgorithm::xxh64, 8, 4, 0x0ull, 0xFFFFFFFFFFFFFFFFull, 0x85D136ADB773C6C9ull, 5, 3, 8},
+        {cuckoo::HashAlgorithm::xxh64, 8, 4, 0x0ull, 0x75BCD15ull, 0xCB7C2941B198004Dull, 5, 7, 12},
+        {cuckoo::HashAlgorithm::xxh64, 1000, 12, 0x0ull, 0x0ull, 0x34C96ACDCADB1BBBull, 792, 364, 845},
+        {cuckoo::HashAlgorithm::xxh64, 1000, 12, 0x0ull, 0x1ull, 0x9F29CB17A2A49995ull, 635, 709, 2546},
+        {cuckoo::HashAlgorithm::xxh64, 1000, 12, 0x0ull, 0x8000000000000000ull, 0x3F425EACF01544E0ull, 937, 486, 1012},
+        {cuckoo::HashAlgorithm::xxh64, 1000, 12, 0x0ull, 0xFFFFFFFFFFFFFFFFull, 0x85D136ADB773C6C9ull, 716, 5, 2141},
+        {cuckoo::HashAlgorithm::xxh64, 1000, 12, 0x0ull, 0x75BCD15ull, 0xCB7C2941B198004Dull, 693, 400, 3255},
+        {cuckoo::HashAlgorithm::xxh64, 123456, 16, 0x2Aull, 0x0ull, 0xB71B47EBDA15746Cull, 105170, 106216, 46875},
+        {cuckoo::HashAlgorithm::xxh64, 123456, 16, 0x2Aull, 0x1ull, 0x9ED50FD59358D232ull, 71058, 112189, 40661},
+        {cuckoo::HashAlgorithm::xxh64, 123456, 16, 0x2Aull, 0x8000000000000000ull, 0x88608019C494C1F4ull, 94801, 97467, 34912},
+        {cuckoo::HashAlgorithm::xxh64, 123456, 16, 0x2Aull, 0xFFFFFFFFFFFFFFFFull, 0x358AE035BFB46FD2ull, 92449, 50664, 13707},
+        {cuckoo::HashAlgorithm::xxh64, 123456, 16, 0x2Aull, 0x75BCD15ull, 0x2F64F8F3490DEF3Full, 35230, 21762, 12133},
+        {cuckoo::HashAlgorithm::xxh64, 1048576, 32, 0xFFFFFFFFFFFFFFFFull, 0x0ull, 0x60B899029D747159ull, 644935, 740764, 1622710530},
+        {cuckoo::HashAlgorithm::xxh64, 1048576, 32, 0xFFFFFFFFFFFFFFFFull, 0x1ull, 0x0CF2B890E8D9479Full, 953748, 281053, 217233552},
+        {cuckoo::HashAlgorithm::xxh64, 1048576, 32, 0xFFFFFFFFFFFFFFFFull, 0x8000000000000000ull, 0xB0BDB479FE9B7026ull, 1042871, 117197, 2965222521u},
+        {cuckoo::HashAlgorithm::xxh64, 1048576, 32, 0xFFFFFFFFFFFFFFFFull, 0xFFFFFFFFFFFFFFFFull, 0x1A158C94ABF6A8B1ull, 704362, 823317, 437619860},
+        {cuckoo::HashAlgorithm::xxh64, 1048576, 32, 0xFFFFFFFFFFFFFFFFull, 0x75BCD15ull, 0xA934ACFFB529B206ull, 742043, 619584, 2838801663u},
+        {cuckoo::HashAlgorithm::xxh3, 8, 4, 0x0ull, 0x0ull, 0xC77B3ABB6F87ACD9ull, 3, 1, 12},
+        {cuckoo::HashAlgorithm::xxh3, 8, 4, 0x0ull, 0x1ull, 0x2FBC593564DB792Eull, 3, 2, 3},
+        {cuckoo::HashAlgorithm::xxh3, 8, 4, 0x0ull, 0x8000000000000000ull, 0x828F2476789A0E5Full, 3, 5, 8},
+        {cuckoo::HashAlgorithm::xxh3, 8, 4, 0x0ull, 0xFFFFFFFFFFFFFFFFull, 0x5111C7E47D784413ull, 3, 6, 5},
+        {cuckoo::HashAlgorithm::xxh3, 8, 4, 0x0ull, 0x75BCD15ull, 0x27196AB4438F6AD5ull, 2, 3, 3},
+        {cuckoo::HashAlgorithm::xxh3, 1000, 12, 0x0ull, 0x0ull, 0xC77B3ABB6F87ACD9ull, 435, 527, 3191},
+        {cuckoo::HashAlgorithm::xxh3, 1000, 12, 0x0ull, 0x1ull, 0x2FBC593564DB792Eull, 393, 109, 764},
+        {cuckoo::HashAlgorithm::xxh3, 1000, 12, 0x0ull, 0x8000000000000000ull, 0x828F2476789A0E5Full, 471, 673, 2089},
+        {cuckoo::HashAlgorithm::xxh3, 1000, 12, 0x0ull, 0xFFFFFFFFFFFFFFFFull, 0x5111C7E47D784413ull, 490, 739, 1297},
+        {cuckoo::HashAlgorithm::xxh3, 1000, 12, 0x0ull, 0x75BCD15ull, 0x27196AB4438F6AD5ull, 263, 889, 626},
+        {cuckoo::HashAlgorithm::xxh3, 123456, 16, 0x2Aull, 0x0ull, 0x4596708167F8EB2Eull, 50140, 55573, 17815},
+        {cuckoo::HashAlgorithm::xxh3, 123456, 16, 0x2Aull, 0x1ull, 0xE3ACD5DEC7D7D3FBull, 96374, 94577, 58284},
+        {cuckoo::HashAlgorithm::xxh3, 123456, 16, 0x2Aull, 0x8000000000000000ull, 0x8FFD6E7EAE2CB767ull, 83995, 30508, 36861},
+        {cuckoo::HashAlgorithm::xxh3, 123456, 16, 0x2Aull, 0xFFFFFFFFFFFFFFFFull, 0x412B089853A0709Eull, 40328, 33044, 16683},
+        {cuckoo::HashAlgorithm::xxh3, 123456, 16, 0x2Aull, 0x75BCD15ull, 0xCB54F640BF059482ull, 92120, 41367, 52053},
+        {cuckoo::HashAlgorithm::xxh3, 1048576, 32, 0xFFFFFFFFFFFFFFFFull, 0x0ull, 0x278EE7FDE0BA32CCull, 920483, 407890, 663676925},
+        {cuckoo::HashAlgorithm::xxh3, 1048576, 32, 0xFFFFFFFFFFFFFFFFull, 0x1ull, 0x7928E38151286E3Cull, 332422, 705017, 2032722817},
+        {cuckoo::HashAlgorithm::xxh3, 1048576, 32, 0xFFFFFFFFFFFFFFFFull, 0x8000000000000000ull, 0xC91F577A3C1A4966ull, 246180, 213959, 3374274426u},
+        {cuckoo::HashAlgorithm::xxh3, 1048576, 32, 0xFFFFFFFFFFFFFFFFull, 0xFFFFFFFFFFFFFFFFull, 0xDA8F77A4D5C399EAull, 875577, 672034, 3666835364u},
+        {cuckoo::HashAlgorithm::xxh3, 1048576, 32, 0xFFFFFFFFFFFFFFFFull, 0x75BCD15ull, 0xBDD133C29EBF3AA8ull, 650227, 316396, 3184604098u},
     };
     for (const Golden& g : golden) {
-        const Filter fl(g.m, 2, g.f, 500, g.seed);
-        cktest::context() = params(g.m, 2, g.f) + " key=" + cktest::show(g.key);
+        const Filter fl(g.m, 2, g.f, 500, g.seed, g.algorithm);
+        cktest::context() = params(g.m, 2, g.f) + " key=" + cktest::show(g.key) + " " +
+                            cuckoo::hash_algorithm_name(g.algorithm);
         const uint64_t h = fl.hash_int(g.key);
         CHECK_EQ(h, g.h);
         const cuckoo::KeyHash k = fl.locate(h);

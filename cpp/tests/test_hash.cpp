@@ -12,6 +12,10 @@
 //      xxhash.xxh64_intdigest(buf[:n], seed) for n in range(101)
 //    Lengths 0..100 reach every branch of XXH64: the < 32-byte path and the 32-byte-stripe path,
 //    each followed by every combination of 8-byte words, a 4-byte word and 0..3 single bytes.
+//  - kXxh3Vectors: XXH3-64 of prefixes of the same buffer, computed the same way; the lengths
+//    reach every path of XXH3 (0, 1-3, 4-8, 9-16, 17-128 with 1-4 pairs of 16-byte halves,
+//    129-240, and the long path's partial and whole 1024-byte blocks and last stripe), with the
+//    seed 0 (the default secret) and two others (the secret derived from the seed).
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -179,6 +183,235 @@ void le_bytes(uint64_t v, unsigned char out[8]) {
     for (int i = 0; i < 8; ++i) out[i] = static_cast<unsigned char>(v >> (8 * i));
 }
 
+// {length, seed, XXH3-64}: xxhash.xxh3_64_intdigest(buf[:length], seed), xxhash 4.1.0 (C library 0.8.4)
+const Vector kXxh3Vectors[] = {
+    {0, 0x0ull, 0x2D06800538D394C2ull},
+    {1, 0x0ull, 0xC44BDFF4074EECDBull},
+    {2, 0x0ull, 0x7A9978044CB8A8BBull},
+    {3, 0x0ull, 0x54247382A8D6B94Dull},
+    {4, 0x0ull, 0xE5DC74BC51848A51ull},
+    {5, 0x0ull, 0xE4243F00720306BBull},
+    {6, 0x0ull, 0x27B56A84CD2D7325ull},
+    {7, 0x0ull, 0x9941E0007F555E50ull},
+    {8, 0x0ull, 0x24CCC9ACAA9F65E4ull},
+    {9, 0x0ull, 0x14D5001C15DD3F2Bull},
+    {10, 0x0ull, 0x1C117F233FBC3C14ull},
+    {11, 0x0ull, 0x889839B4C796DDD6ull},
+    {12, 0x0ull, 0xA713DAF0DFBB77E7ull},
+    {13, 0x0ull, 0x2EB03C6E66BA6524ull},
+    {14, 0x0ull, 0x1AC0BBDA2B9FCF03ull},
+    {15, 0x0ull, 0x45556D4D6E1798BCull},
+    {16, 0x0ull, 0x981B17D36C7498C9ull},
+    {17, 0x0ull, 0x796F5ACD3A60F862ull},
+    {18, 0x0ull, 0x6CFEAA845E6EBCD1ull},
+    {19, 0x0ull, 0x750D97933D2DC370ull},
+    {20, 0x0ull, 0x4BC18275FB46F223ull},
+    {21, 0x0ull, 0xCE0376AB8CDD7F20ull},
+    {22, 0x0ull, 0x85552B609DB72220ull},
+    {23, 0x0ull, 0xE070C50BE9861FF8ull},
+    {24, 0x0ull, 0xA3FE70BF9D3510EBull},
+    {25, 0x0ull, 0x9E41329ED21A1D6Dull},
+    {26, 0x0ull, 0x667D3AAA920C9A05ull},
+    {27, 0x0ull, 0xF54AF525A7B4D3B9ull},
+    {28, 0x0ull, 0x61D5D60DFED01688ull},
+    {29, 0x0ull, 0xA375819F83DDCCE6ull},
+    {30, 0x0ull, 0xDA4953A393E8B1F3ull},
+    {31, 0x0ull, 0x5D516692CA764C50ull},
+    {32, 0x0ull, 0x9FEADDBDBF57EED3ull},
+    {33, 0x0ull, 0xABFB2D081B400A10ull},
+    {34, 0x0ull, 0xBAA04607C7A24977ull},
+    {35, 0x0ull, 0xD1A58161FDB7B1A6ull},
+    {36, 0x0ull, 0xEF099B53BC7530C0ull},
+    {37, 0x0ull, 0xDC785F67BBA35B29ull},
+    {38, 0x0ull, 0x635F55CF00144E48ull},
+    {39, 0x0ull, 0x297B5E4CD9E19E20ull},
+    {40, 0x0ull, 0x70FB5C84CB108B82ull},
+    {47, 0x0ull, 0x050B544C7C6147BDull},
+    {48, 0x0ull, 0x397DA259ECBA1F11ull},
+    {63, 0x0ull, 0x83D74A75F2C2577Aull},
+    {64, 0x0ull, 0x9CB48487720EC49Dull},
+    {65, 0x0ull, 0xFD81AAC4BEBC3883ull},
+    {80, 0x0ull, 0xBCDEFBBB2C47C90Aull},
+    {95, 0x0ull, 0xC0DD460B48116CDAull},
+    {96, 0x0ull, 0x935A769A7F94776Full},
+    {97, 0x0ull, 0xCA4CA268FD3C3A6Cull},
+    {112, 0x0ull, 0xD13D8F57931EEF19ull},
+    {127, 0x0ull, 0x2408ED71323D6096ull},
+    {128, 0x0ull, 0xFCFF24126754D861ull},
+    {129, 0x0ull, 0x98F1B0A679A2CA29ull},
+    {130, 0x0ull, 0x7F6C531CF53EEB30ull},
+    {143, 0x0ull, 0x7A7813693F1F4EDBull},
+    {144, 0x0ull, 0xC440D47E5F03FE58ull},
+    {200, 0x0ull, 0xBDDCA58935D7C038ull},
+    {239, 0x0ull, 0x16CE2B9D3B28805Dull},
+    {240, 0x0ull, 0x81C3C2B67F568CCFull},
+    {241, 0x0ull, 0xC5A639ECD2030E5Eull},
+    {255, 0x0ull, 0xE98F979F4ED8A197ull},
+    {256, 0x0ull, 0x55DE574AD89D0AC5ull},
+    {257, 0x0ull, 0xB17FD5A8AE75BB0Bull},
+    {500, 0x0ull, 0xEF35ACEB3B341A05ull},
+    {1023, 0x0ull, 0x87A8F7B2F2E22496ull},
+    {1024, 0x0ull, 0xDD85C9B5C1109C5Cull},
+    {1025, 0x0ull, 0xD870C0FA13211C6Aull},
+    {1087, 0x0ull, 0x047F181E7C8A41B9ull},
+    {1088, 0x0ull, 0xCC1450EA6B52A8F4ull},
+    {1089, 0x0ull, 0xEF727B2EFFC4CC8Cull},
+    {2047, 0x0ull, 0xB36ECE19FCA2197Full},
+    {2048, 0x0ull, 0xDD59E2C3A5F038E0ull},
+    {2049, 0x0ull, 0xD3AFA4329779B921ull},
+    {2600, 0x0ull, 0x793556D83DF49115ull},
+    {0, 0x9E3779B1ull, 0xF702CA3814DE2125ull},
+    {1, 0x9E3779B1ull, 0xB53D5557E7F76F8Dull},
+    {2, 0x9E3779B1ull, 0x8295910C7638B180ull},
+    {3, 0x9E3779B1ull, 0xF173D14DAD53A5DCull},
+    {4, 0x9E3779B1ull, 0x6977C7C3AD9421B9ull},
+    {5, 0x9E3779B1ull, 0x116CC72EBFCCCA91ull},
+    {6, 0x9E3779B1ull, 0xFD7C7AF0CDE06034ull},
+    {7, 0x9E3779B1ull, 0xC8066B3C9AC69B6Full},
+    {8, 0x9E3779B1ull, 0x360073B0548DBD24ull},
+    {9, 0x9E3779B1ull, 0xCE394E48812AA7E3ull},
+    {10, 0x9E3779B1ull, 0xE79F2F52B5048F4Cull},
+    {11, 0x9E3779B1ull, 0xE1AD152D03DEF288ull},
+    {12, 0x9E3779B1ull, 0x8922341ECA861F0Eull},
+    {13, 0x9E3779B1ull, 0xD1717859A6DD2316ull},
+    {14, 0x9E3779B1ull, 0xCE92AA806B1B4E19ull},
+    {15, 0x9E3779B1ull, 0xE7BC9EF2380263DDull},
+    {16, 0x9E3779B1ull, 0xB40F1F6CDB1569CCull},
+    {17, 0x9E3779B1ull, 0xAF8CB0BC2C230DAFull},
+    {18, 0x9E3779B1ull, 0x4B9A3E700CE1689Dull},
+    {19, 0x9E3779B1ull, 0x528BEB983CCE8116ull},
+    {20, 0x9E3779B1ull, 0xBD39188544580AC5ull},
+    {21, 0x9E3779B1ull, 0x5CF8DC3C7B5B8A02ull},
+    {22, 0x9E3779B1ull, 0xA9DD95CA474A9C19ull},
+    {23, 0x9E3779B1ull, 0x323BC7015F105560ull},
+    {24, 0x9E3779B1ull, 0x84A011695F3489D5ull},
+    {25, 0x9E3779B1ull, 0xA4C082B5B0134F4Dull},
+    {26, 0x9E3779B1ull, 0x6C2A2413FBC82456ull},
+    {27, 0x9E3779B1ull, 0x69A34767475A7AE0ull},
+    {28, 0x9E3779B1ull, 0x6C041F2066629957ull},
+    {29, 0x9E3779B1ull, 0x6AB29B853D8BD596ull},
+    {30, 0x9E3779B1ull, 0x406857FE0F4949DDull},
+    {31, 0x9E3779B1ull, 0x8F5B72BB387D6265ull},
+    {32, 0x9E3779B1ull, 0x04FE6AA559EE0C7Eull},
+    {33, 0x9E3779B1ull, 0x0F2422E0C42A54FCull},
+    {34, 0x9E3779B1ull, 0xAE9EDAD52A047271ull},
+    {35, 0x9E3779B1ull, 0x42FC32C81EADABD3ull},
+    {36, 0x9E3779B1ull, 0x5F674551614D4FAEull},
+    {37, 0x9E3779B1ull, 0x8B84016E68F59094ull},
+    {38, 0x9E3779B1ull, 0x64D52EA708371C9Aull},
+    {39, 0x9E3779B1ull, 0x0743EA97D4258B96ull},
+    {40, 0x9E3779B1ull, 0xDB0C61CD1859B3A6ull},
+    {47, 0x9E3779B1ull, 0x1066EC10C15413D1ull},
+    {48, 0x9E3779B1ull, 0x11F47041A93C3EBCull},
+    {63, 0x9E3779B1ull, 0x2EA44B0A270618F1ull},
+    {64, 0x9E3779B1ull, 0xEC06A1648C27E203ull},
+    {65, 0x9E3779B1ull, 0x6BF1B3C68555B92Eull},
+    {80, 0x9E3779B1ull, 0x5A5DFDF2AFC5BF47ull},
+    {95, 0x9E3779B1ull, 0xF332393C79DDFB46ull},
+    {96, 0x9E3779B1ull, 0x7C0400A2ADFD81DCull},
+    {97, 0x9E3779B1ull, 0x3B345FC76580A2D1ull},
+    {112, 0x9E3779B1ull, 0x0E95A6E590C1725Cull},
+    {127, 0x9E3779B1ull, 0x65107F5A08C6FC80ull},
+    {128, 0x9E3779B1ull, 0xA3CA60447DE981D1ull},
+    {129, 0x9E3779B1ull, 0xC861FFC49C2BF14Full},
+    {130, 0x9E3779B1ull, 0xD35F99330ADE0853ull},
+    {143, 0x9E3779B1ull, 0x25EDFBF621AFC23Eull},
+    {144, 0x9E3779B1ull, 0x8E992EC5769637EBull},
+    {200, 0x9E3779B1ull, 0x6AD7557DF4F23A4Aull},
+    {239, 0x9E3779B1ull, 0x0836C2B3FC419650ull},
+    {240, 0x9E3779B1ull, 0x507820EA74B895B0ull},
+    {241, 0x9E3779B1ull, 0x5927E3637BAC8149ull},
+    {255, 0x9E3779B1ull, 0x437EA109CB7CE24Dull},
+    {256, 0x9E3779B1ull, 0x443D04D43F60C57Full},
+    {257, 0x9E3779B1ull, 0x02F16A1476C65D95ull},
+    {500, 0x9E3779B1ull, 0x0E7DF857FDF28119ull},
+    {1023, 0x9E3779B1ull, 0xC38922D5971CD2D7ull},
+    {1024, 0x9E3779B1ull, 0xB8B95C07CD4A75FAull},
+    {1025, 0x9E3779B1ull, 0x2F15255340AE4F6Cull},
+    {1087, 0x9E3779B1ull, 0x64D6176CC591AFFAull},
+    {1088, 0x9E3779B1ull, 0xD4C2D1BFFC3370A5ull},
+    {1089, 0x9E3779B1ull, 0xA4662CC10D3C4269ull},
+    {2047, 0x9E3779B1ull, 0x8141F69F4BACDEA2ull},
+    {2048, 0x9E3779B1ull, 0x230D43F30206260Bull},
+    {2049, 0x9E3779B1ull, 0x60E0F49946D79DAFull},
+    {2600, 0x9E3779B1ull, 0x74E6698BB68E6BFDull},
+    {0, 0x9E3779B97F4A7C15ull, 0x602B0E2CD6662C8Bull},
+    {1, 0x9E3779B97F4A7C15ull, 0x062B185E4E01441Aull},
+    {2, 0x9E3779B97F4A7C15ull, 0xB24708F3054642FAull},
+    {3, 0x9E3779B97F4A7C15ull, 0xC65B8830FE8027F7ull},
+    {4, 0x9E3779B97F4A7C15ull, 0x149892600D6BEE31ull},
+    {5, 0x9E3779B97F4A7C15ull, 0x06595676BD7413C8ull},
+    {6, 0x9E3779B97F4A7C15ull, 0x658CC09F05F2C6E2ull},
+    {7, 0x9E3779B97F4A7C15ull, 0xD3A7D7AC6049DDB2ull},
+    {8, 0x9E3779B97F4A7C15ull, 0x5E7D2C66021B100Aull},
+    {9, 0x9E3779B97F4A7C15ull, 0x70659674D83A612Aull},
+    {10, 0x9E3779B97F4A7C15ull, 0x91DF57BF04D9CB77ull},
+    {11, 0x9E3779B97F4A7C15ull, 0xAE60DA4038B07F17ull},
+    {12, 0x9E3779B97F4A7C15ull, 0xD126E30C8C063CDAull},
+    {13, 0x9E3779B97F4A7C15ull, 0xA25E53A578460B77ull},
+    {14, 0x9E3779B97F4A7C15ull, 0xB282222832802080ull},
+    {15, 0x9E3779B97F4A7C15ull, 0xD1B3602CE6C2CD24ull},
+    {16, 0x9E3779B97F4A7C15ull, 0x710452D8B1DB3EEDull},
+    {17, 0x9E3779B97F4A7C15ull, 0x23116A33AA39FB74ull},
+    {18, 0x9E3779B97F4A7C15ull, 0x599FAD45A0BB4001ull},
+    {19, 0x9E3779B97F4A7C15ull, 0x412B8BB753E0E747ull},
+    {20, 0x9E3779B97F4A7C15ull, 0xFC48CA67909E10CDull},
+    {21, 0x9E3779B97F4A7C15ull, 0x81A34A3AF90A9735ull},
+    {22, 0x9E3779B97F4A7C15ull, 0x4753B1E2F6A28C3Eull},
+    {23, 0x9E3779B97F4A7C15ull, 0xC5F0051D96B5FF70ull},
+    {24, 0x9E3779B97F4A7C15ull, 0x658F3911665C709Dull},
+    {25, 0x9E3779B97F4A7C15ull, 0x964711EE4EA46135ull},
+    {26, 0x9E3779B97F4A7C15ull, 0xC396B14584768FB8ull},
+    {27, 0x9E3779B97F4A7C15ull, 0x80FBE657FEA072CCull},
+    {28, 0x9E3779B97F4A7C15ull, 0x65A031F0322E9C1Eull},
+    {29, 0x9E3779B97F4A7C15ull, 0x91EE74F5F8BAB6F3ull},
+    {30, 0x9E3779B97F4A7C15ull, 0xABCCA7AB53E0EA0Aull},
+    {31, 0x9E3779B97F4A7C15ull, 0x1F03454AB571C927ull},
+    {32, 0x9E3779B97F4A7C15ull, 0x96479BADCBD9DB3Aull},
+    {33, 0x9E3779B97F4A7C15ull, 0x4521A39CE3B7D507ull},
+    {34, 0x9E3779B97F4A7C15ull, 0x6467C6466CC665D3ull},
+    {35, 0x9E3779B97F4A7C15ull, 0x15C5F427B0F80B4Aull},
+    {36, 0x9E3779B97F4A7C15ull, 0x73DB07D1E0A5B7DEull},
+    {37, 0x9E3779B97F4A7C15ull, 0xA436C0CD2F90E78Cull},
+    {38, 0x9E3779B97F4A7C15ull, 0x7F336D275A705E94ull},
+    {39, 0x9E3779B97F4A7C15ull, 0xE3590C4E8DDD3222ull},
+    {40, 0x9E3779B97F4A7C15ull, 0x83E9FE2DC2ABA0A3ull},
+    {47, 0x9E3779B97F4A7C15ull, 0x05EF2F84BEAC9E03ull},
+    {48, 0x9E3779B97F4A7C15ull, 0xA99229DC8D74D585ull},
+    {63, 0x9E3779B97F4A7C15ull, 0xE4FFB156B101DDD3ull},
+    {64, 0x9E3779B97F4A7C15ull, 0x249350B2C74D5A6Full},
+    {65, 0x9E3779B97F4A7C15ull, 0xAEA86FABBDD80144ull},
+    {80, 0x9E3779B97F4A7C15ull, 0xF2953B6E97E9F644ull},
+    {95, 0x9E3779B97F4A7C15ull, 0x54AA60362F8DB9CDull},
+    {96, 0x9E3779B97F4A7C15ull, 0xA467A5B7DB81CA9Eull},
+    {97, 0x9E3779B97F4A7C15ull, 0xB56ABE760EF90CB3ull},
+    {112, 0x9E3779B97F4A7C15ull, 0x5C88C2540BC79391ull},
+    {127, 0x9E3779B97F4A7C15ull, 0xCEE405479A13AFBAull},
+    {128, 0x9E3779B97F4A7C15ull, 0xFBA7C632B80A1321ull},
+    {129, 0x9E3779B97F4A7C15ull, 0x3AECEF1235232004ull},
+    {130, 0x9E3779B97F4A7C15ull, 0x86F295D682A92417ull},
+    {143, 0x9E3779B97F4A7C15ull, 0xC53FEA7D316EA6E8ull},
+    {144, 0x9E3779B97F4A7C15ull, 0x4CE2E2F309FB8B9Dull},
+    {200, 0x9E3779B97F4A7C15ull, 0xAA38CC8139746D64ull},
+    {239, 0x9E3779B97F4A7C15ull, 0x9165D709CE0218ABull},
+    {240, 0x9E3779B97F4A7C15ull, 0x4DC0485C72395FEEull},
+    {241, 0x9E3779B97F4A7C15ull, 0xAD5088153F20248Aull},
+    {255, 0x9E3779B97F4A7C15ull, 0xBB65CFE58D8334F3ull},
+    {256, 0x9E3779B97F4A7C15ull, 0x7560125F38AB6F8Dull},
+    {257, 0x9E3779B97F4A7C15ull, 0x0D51EB95AE87FEA5ull},
+    {500, 0x9E3779B97F4A7C15ull, 0x387A597DC1D79495ull},
+    {1023, 0x9E3779B97F4A7C15ull, 0xD6CF685B50C9DDB7ull},
+    {1024, 0x9E3779B97F4A7C15ull, 0x425B8CB47612132Dull},
+    {1025, 0x9E3779B97F4A7C15ull, 0x3124DF31A2F8D000ull},
+    {1087, 0x9E3779B97F4A7C15ull, 0xF8ABBE4FFFF1B172ull},
+    {1088, 0x9E3779B97F4A7C15ull, 0xE035241ED8E2AD77ull},
+    {1089, 0x9E3779B97F4A7C15ull, 0x555922C10FE49586ull},
+    {2047, 0x9E3779B97F4A7C15ull, 0x1DCEC1CF3882B26Dull},
+    {2048, 0x9E3779B97F4A7C15ull, 0xEEFD042EEC545A9Cull},
+    {2049, 0x9E3779B97F4A7C15ull, 0x4877A60A06FF3F4Dull},
+    {2600, 0x9E3779B97F4A7C15ull, 0x5003BB4756511255ull},
+};
+
 }  // namespace
 
 TEST_CASE(xxh64_reference_sanity_vectors) {
@@ -323,6 +556,82 @@ TEST_CASE(hash_padded_block_strips_the_padding) {
                 while (l > 0 && p[l - 1] == 0) --l;
                 cktest::context() = "width=" + std::to_string(width) + " item=" + std::to_string(j);
                 CHECK_EQ(out[j], cuckoo::hash_bytes(p, l, seed));
+            }
+        }
+    }
+}
+
+TEST_CASE(xxh3_reference_vectors) {
+    const std::vector<unsigned char> buf = fill_sanity_buffer(2600);
+    for (const Vector& v : kXxh3Vectors) {
+        cktest::context() = "len=" + std::to_string(v.len) + " seed=" + std::to_string(v.seed);
+        CHECK_EQ(cuckoo::xxh3_64(v.len ? buf.data() : nullptr, v.len, v.seed), v.expected);
+        CHECK_EQ(cuckoo::xxh3_bytes(buf.data(), v.len, v.seed), v.expected);  // the bulk loops' entry
+        if (v.len >= 8 && v.len <= 32) CHECK_EQ(cuckoo::xxh3_8to32(buf.data(), v.len, v.seed), v.expected);
+        if (v.len == 8) CHECK_EQ(cuckoo::xxh3_u64(cuckoo::load_le64(buf.data()), v.seed), v.expected);
+        const cuckoo::KeyHasher hasher{v.seed, cuckoo::HashAlgorithm::xxh3};
+        CHECK_EQ(hasher.hash_key(buf.data(), v.len), v.expected);
+    }
+}
+
+TEST_CASE(xxh3_reads_every_byte_and_no_more_at_any_alignment) {
+    for (size_t len = 1; len <= 300; len += (len < 70 ? 1 : 23)) {
+        std::vector<unsigned char> buf = fill_sanity_buffer(len + 16);
+        const uint64_t h = cuckoo::xxh3_bytes(buf.data(), len, 7);
+        for (size_t offset = 1; offset < 8; ++offset) {
+            std::vector<unsigned char> shifted(len + offset);
+            std::memcpy(shifted.data() + offset, buf.data(), len);
+            cktest::context() = "len=" + std::to_string(len) + " offset=" + std::to_string(offset);
+            CHECK_EQ(cuckoo::xxh3_bytes(shifted.data() + offset, len, 7), h);
+        }
+        for (size_t i = 0; i < len; ++i) {
+            buf[i] ^= 0x10;
+            cktest::context() = "len=" + std::to_string(len) + " byte=" + std::to_string(i);
+            CHECK(cuckoo::xxh3_bytes(buf.data(), len, 7) != h);
+            buf[i] ^= 0x10;
+        }
+        for (size_t i = len; i < len + 16; ++i) buf[i] ^= 0xFF;
+        cktest::context() = "len=" + std::to_string(len);
+        CHECK_EQ(cuckoo::xxh3_bytes(buf.data(), len, 7), h);
+    }
+}
+
+// The filter-level block hashes (what key sources call) equal the scalar key hash of the same
+// algorithm, for both algorithms: integers, packed keys ending at their buffer's end, padded items.
+TEST_CASE(block_hashes_follow_the_hash_algorithm) {
+    cktest::Rng rng(71);
+    for (cuckoo::HashAlgorithm algorithm : {cuckoo::HashAlgorithm::xxh3, cuckoo::HashAlgorithm::xxh64}) {
+        for (int round = 0; round < 200; ++round) {
+            const cuckoo::KeyHasher hasher{rng.next(), algorithm};
+            const unsigned n = static_cast<unsigned>(1 + rng.below(cuckoo::kBatchBlock));
+            cktest::context() = std::string(cuckoo::hash_algorithm_name(algorithm)) + " round=" + std::to_string(round);
+            std::vector<uint64_t> values(n), out(n);
+            for (uint64_t& v : values) v = rng.next();
+            cuckoo::hash_ints_block(hasher, values.data(), n, out.data());
+            for (unsigned j = 0; j < n; ++j) CHECK_EQ(out[j], hasher.hash_int(values[j]));
+
+            std::vector<uint32_t> len(n);
+            size_t total = 0;
+            for (uint32_t& l : len) total += (l = static_cast<uint32_t>(rng.below(4) == 0 ? rng.below(300) : rng.below(40)));
+            std::vector<unsigned char> data(total);
+            for (unsigned char& c : data) c = static_cast<unsigned char>(rng.next());
+            std::vector<const unsigned char*> key(n);
+            size_t at = 0;
+            for (unsigned j = 0; j < n; ++j) { key[j] = data.data() + at; at += len[j]; }
+            cuckoo::hash_bytes_block(hasher, key.data(), len.data(), n, data.data() + data.size(), out.data());
+            for (unsigned j = 0; j < n; ++j) CHECK_EQ(out[j], hasher.hash_key(key[j], len[j]));
+
+            const size_t width = 1 + rng.below(70);
+            std::vector<unsigned char> items(n * width, 0);
+            for (unsigned j = 0; j < n; ++j)
+                for (size_t i = 0, used = rng.below(width + 1); i < used; ++i)
+                    items[j * width + i] = static_cast<unsigned char>(rng.below(3) ? rng.next() : 0);
+            cuckoo::hash_padded_block(hasher, items.data(), width, n, items.data() + items.size(), out.data());
+            for (unsigned j = 0; j < n; ++j) {
+                const unsigned char* p = items.data() + j * width;
+                size_t l = width;
+                while (l > 0 && p[l - 1] == 0) --l;
+                CHECK_EQ(out[j], hasher.hash_key(p, l));
             }
         }
     }

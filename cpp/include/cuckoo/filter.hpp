@@ -95,8 +95,8 @@ struct InsertStats {
 class Filter {
 public:
     Filter(uint64_t bucket_count, unsigned bucket_size, unsigned fingerprint_bits, unsigned max_kicks,
-           uint64_t seed)
-        : seed_(seed), max_kicks_(max_kicks) {
+           uint64_t seed, HashAlgorithm hash_algorithm = HashAlgorithm::xxh3)
+        : seed_(seed), hash_algorithm_(hash_algorithm), max_kicks_(max_kicks) {
         check_params(bucket_count, bucket_size, fingerprint_bits);
         table_ = PackedTable(bucket_count, bucket_size, fingerprint_bits);
         init_derived();
@@ -104,11 +104,12 @@ public:
 
     // A filter for `capacity` items at false-positive rate `fpr` (fingerprint_bits = 0: from fpr).
     static Filter for_capacity(uint64_t capacity, double fpr, unsigned fingerprint_bits, unsigned bucket_size,
-                               unsigned max_kicks, uint64_t seed) {
+                               unsigned max_kicks, uint64_t seed,
+                               HashAlgorithm hash_algorithm = HashAlgorithm::xxh3) {
         if (capacity == 0) throw std::invalid_argument("capacity must be positive");
         if (!valid_bucket_size(bucket_size)) throw std::invalid_argument("bucket_size must be 2, 4 or 8");
         if (fingerprint_bits == 0) fingerprint_bits = fingerprint_bits_for(fpr, bucket_size);
-        Filter f(bucket_count_for(capacity, bucket_size), bucket_size, fingerprint_bits, max_kicks, seed);
+        Filter f(bucket_count_for(capacity, bucket_size), bucket_size, fingerprint_bits, max_kicks, seed, hash_algorithm);
         f.capacity_ = capacity;
         return f;
     }
@@ -127,6 +128,7 @@ public:
     unsigned fingerprint_bits() const noexcept { return table_.fingerprint_bits(); }
     uint64_t slot_count() const noexcept { return table_.slot_count(); }
     uint64_t seed() const noexcept { return seed_; }
+    HashAlgorithm hash_algorithm() const noexcept { return hash_algorithm_; }
     unsigned max_kicks() const noexcept { return max_kicks_; }
     // Items the filter was sized for (the design load of its slots unless given at construction).
     uint64_t capacity() const noexcept {
@@ -146,9 +148,9 @@ public:
     uint64_t index_of(uint64_t h) const noexcept { return locator().index_of(h); }
     uint64_t alt_index(uint64_t index, uint32_t fp) const noexcept { return locator().alt_index(index, fp); }
     KeyHash locate(uint64_t h) const noexcept { return locator().locate(h); }
-    KeyHasher hasher() const noexcept { return KeyHasher{seed_}; }
-    uint64_t hash_int(uint64_t value) const noexcept { return hash_u64(value, seed_); }
-    uint64_t hash_key(const void* data, size_t len) const noexcept { return hash_bytes(data, len, seed_); }
+    KeyHasher hasher() const noexcept { return KeyHasher{seed_, hash_algorithm_}; }
+    uint64_t hash_int(uint64_t value) const noexcept { return hasher().hash_int(value); }
+    uint64_t hash_key(const void* data, size_t len) const noexcept { return hasher().hash_key(data, len); }
 
     // ---- scalar operations on a key's hash ----
     bool contains_hash(uint64_t h) const noexcept {
@@ -239,7 +241,8 @@ public:
     // ---- whole-filter operations ----
     bool same_layout(const Filter& o) const noexcept {
         return bucket_count() == o.bucket_count() && bucket_size() == o.bucket_size() &&
-               fingerprint_bits() == o.fingerprint_bits() && seed_ == o.seed_;
+               fingerprint_bits() == o.fingerprint_bits() && seed_ == o.seed_ &&
+               hash_algorithm_ == o.hash_algorithm_;
     }
     // Equal parameters and the same multiset of stored (bucket pair, fingerprint) entries: where
     // in its two buckets a fingerprint sits depends on insertion history, not on which keys were
@@ -308,12 +311,12 @@ public:
     // state the table does not hold. Parameters are checked like the constructor's; `count` must
     // not exceed the slots. Insert statistics start at zero. The caller (the format reader) is
     // responsible for `count` matching the table.
-    static Filter from_parts(PackedTable table, unsigned max_kicks, uint64_t seed, uint64_t capacity,
-                             uint64_t count) {
+    static Filter from_parts(PackedTable table, unsigned max_kicks, uint64_t seed, HashAlgorithm hash_algorithm,
+                             uint64_t capacity, uint64_t count) {
         check_params(table.bucket_count(), table.bucket_size(), table.fingerprint_bits());
         if (count > table.slot_count()) throw std::invalid_argument("item count exceeds the slots of the table");
         // The smallest valid table, replaced at once: keeps the class free of a half-built state.
-        Filter f(kBlockBuckets, table.bucket_size(), table.fingerprint_bits(), max_kicks, seed);
+        Filter f(kBlockBuckets, table.bucket_size(), table.fingerprint_bits(), max_kicks, seed, hash_algorithm);
         f.table_ = std::move(table);
         f.capacity_ = capacity;
         f.count_ = count;
@@ -498,6 +501,7 @@ protected:
 
     PackedTable table_;
     uint64_t seed_ = 0;
+    HashAlgorithm hash_algorithm_ = HashAlgorithm::xxh3;
     unsigned max_kicks_ = 500;
     uint64_t capacity_ = 0;
     uint64_t count_ = 0;

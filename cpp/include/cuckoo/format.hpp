@@ -175,7 +175,7 @@ inline std::vector<unsigned char> header_bytes(const StagedFilter& f) {
     put_le(p + v1::kHeaderLengthAt, hlen, 4);
     put_le(p + v1::kFileLengthAt, serialized_size(f), 8);
     put_le(p + v1::kFlagsAt, f.growable() ? kFlagGrowable : 0, 4);
-    put_le(p + v1::kHashAt, kHashXXH64, 4);
+    put_le(p + v1::kHashAt, static_cast<uint32_t>(f.first().hash_algorithm()), 4);
     put_le(p + v1::kSeedAt, f.first().seed(), 8);
     put_le(p + v1::kCapacityAt, f.first().capacity(), 8);
     put_le(p + v1::kMaxKicksAt, f.first().max_kicks(), 4);
@@ -300,8 +300,8 @@ inline Header parse_v1(const unsigned char* data, size_t size) {
     if (get_le64(p + v1::kReservedAt) != 0) fail("corrupt header: reserved field is not zero");
     if (h.flags & ~kKnownFlags)
         fail("unsupported flags " + std::to_string(h.flags) + " (this build knows bit 0 = growable)");
-    if (h.hash_algorithm != kHashXXH64)
-        fail("unsupported hash algorithm " + std::to_string(h.hash_algorithm) + " (this build knows 1 = XXH64)");
+    if (!valid_hash_algorithm(h.hash_algorithm))
+        fail("unsupported hash algorithm " + std::to_string(h.hash_algorithm) + " (this build knows 1 = XXH64, 2 = XXH3)");
     if (header_length_for(n) != hlen)
         fail("corrupt header: " + std::to_string(n) + " stages need a header of " +
              std::to_string(header_length_for(n)) + " bytes, the header says " + std::to_string(hlen));
@@ -442,7 +442,8 @@ inline void verify_table(const Filter& f, const StageInfo& s, uint32_t i) {
 namespace detail {
 inline Filter build(const Header& h, PackedTable table, const StageInfo& s) {
     try {
-        return Filter::from_parts(std::move(table), h.max_kicks, h.seed, s.capacity, s.item_count);
+        return Filter::from_parts(std::move(table), h.max_kicks, h.seed, static_cast<HashAlgorithm>(h.hash_algorithm),
+                                  s.capacity, s.item_count);
     } catch (const std::invalid_argument& e) {  // unreachable after parse_header: kept as a guard
         fail(std::string("invalid parameters: ") + e.what());
     }

@@ -36,6 +36,10 @@
 #include "cuckoo/hash.hpp"
 #include "cuckoo/locate.hpp"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace cuckoo {
 
 // Longest key the vector kernel hashes (the rest go through the scalar hash).
@@ -43,10 +47,46 @@ constexpr size_t kShortKeyMax = 31;
 // Bytes the kernel reads from a key's first byte.
 constexpr size_t kKeyRowBytes = 32;
 
-// Length of a fixed-width item without its trailing NUL padding (the scalar path of padded
-// items; the vector kernel finds it in the item's row).
-inline size_t unpadded_size(const unsigned char* item, size_t width) noexcept {
-    while (width > 0 && item[width - 1] == 0) --width;
+// Length of a fixed-width item without its trailing NUL padding (NumPy 'S' items: NumPy drops
+// the padding, the scalar of b"ab" in an 'S4' array is b"ab"). Word at a time and without
+// data-dependent branches for the whole words: which words are non-zero becomes a bit mask, and the last of them gives the
+// length (a loop that stops at the last non-zero word mispredicts on every key of mixed length).
+inline size_t unpadded_size(const unsigned char* p, size_t width) noexcept {
+#if defined(__SSE2__)
+    // Items of 16 to 64 bytes (the common S16..S64): which bytes are non-zero as one 64-bit mask,
+    // 16 bytes per compare (the last 16-byte load overlaps the one before it when the width is not
+    // a multiple of 16; OR-ing its bits in at their true positions is harmless).
+    if (width >= 16 && width <= 64) {
+        const __m128i zero = _mm_setzero_si128();
+        uint64_t nonzero = 0;
+        for (size_t offset = 0; offset < width; offset += 16) {
+            const size_t at = offset + 16 <= width ? offset : width - 16;
+            const __m128i chunk = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + at));
+            const unsigned zero_bytes = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(chunk, zero)));
+            nonzero |= static_cast<uint64_t>(~zero_bytes & 0xFFFFu) << at;
+        }
+        return nonzero ? 64 - static_cast<size_t>(__builtin_clzll(nonzero)) : 0;
+    }
+#endif
+    const size_t words = width / 8;
+    const size_t head = width - 8 * words;  // bytes before the first whole word
+    if (words > 0 && words <= 64) {
+        const unsigned char* w0 = p + head;
+        uint64_t nonzero = 0;
+        for (size_t i = 0; i < words; ++i) nonzero |= static_cast<uint64_t>(load_le64(w0 + 8 * i) != 0) << i;
+        if (nonzero) {
+            const unsigned last = 63u - static_cast<unsigned>(__builtin_clzll(nonzero));
+            const uint64_t w = load_le64(w0 + 8 * last);
+            return head + 8 * last + 8 - static_cast<size_t>(__builtin_clzll(w) / 8);
+        }
+        width = head;  // all whole words are padding
+    }
+    while (width >= 8) {  // items of more than 512 bytes
+        const uint64_t w = load_le64(p + width - 8);
+        if (w != 0) return width - static_cast<size_t>(__builtin_clzll(w) / 8);
+        width -= 8;
+    }
+    while (width > 0 && p[width - 1] == 0) --width;
     return width;
 }
 
@@ -279,6 +319,35 @@ inline void hash_padded_block(const unsigned char* first, size_t width, unsigned
     for (unsigned j = 0; j < n; ++j) {
         const unsigned char* p = first + j * width;
         out[j] = hash_bytes(p, unpadded_size(p, width), seed);
+    }
+}
+
+// ---- the block hashes of a filter's key hash -------------------------------------------------
+// What key sources call: XXH64 filters take the vector kernels above; XXH3 filters hash key by
+// key (XXH3 needs 64x64->128-bit multiplies, which AVX2 lacks; one key costs it less than the
+// vector XXH64 of four does).
+
+// out[j] = hasher.hash_int(values[j]) for j < len.
+inline void hash_ints_block(const KeyHasher& hasher, const uint64_t* values, unsigned len, uint64_t* out) noexcept {
+    if (hasher.algorithm == HashAlgorithm::xxh64) return hash_u64_block(values, len, hasher.seed, out);
+    for (unsigned j = 0; j < len; ++j) out[j] = xxh3_u64(values[j], hasher.seed);
+}
+
+// out[j] = hasher.hash_key(key[j], len[j]) for j < n; reads as hash_bytes_block.
+inline void hash_bytes_block(const KeyHasher& hasher, const unsigned char* const* key, const uint32_t* len, unsigned n,
+                             const unsigned char* readable_end, uint64_t* out) noexcept {
+    if (hasher.algorithm == HashAlgorithm::xxh64) return hash_bytes_block(key, len, n, hasher.seed, readable_end, out);
+    for (unsigned j = 0; j < n; ++j) out[j] = xxh3_bytes(key[j], len[j], hasher.seed);
+}
+
+// out[j] = hasher.hash_key of item j of n fixed-width items without its trailing NUL bytes;
+// reads as hash_padded_block.
+inline void hash_padded_block(const KeyHasher& hasher, const unsigned char* first, size_t width, unsigned n,
+                              const unsigned char* readable_end, uint64_t* out) noexcept {
+    if (hasher.algorithm == HashAlgorithm::xxh64) return hash_padded_block(first, width, n, hasher.seed, readable_end, out);
+    for (unsigned j = 0; j < n; ++j) {
+        const unsigned char* p = first + j * width;
+        out[j] = xxh3_bytes(p, unpadded_size(p, width), hasher.seed);
     }
 }
 

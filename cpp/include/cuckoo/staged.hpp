@@ -198,11 +198,12 @@ public:
     }
 
     // ---- merging ----
-    // Why `other` cannot be merged exactly ("" if it can): the first stages must share seed,
+    // Why `other` cannot be merged exactly ("" if it can): the first stages must share hash algorithm, seed,
     // bucket size, fingerprint width and bucket count. A fixed filter also needs the same stages.
     std::string merge_mismatch(const StagedFilter& other) const {
         const Filter& a = first();
         const Filter& b = other.first();
+        if (a.hash_algorithm() != b.hash_algorithm()) return "different hash algorithms";
         if (a.seed() != b.seed()) return "different seeds";
         if (a.bucket_size() != b.bucket_size()) return "different bucket sizes";
         if (a.fingerprint_bits() != b.fingerprint_bits()) return "different fingerprint widths";
@@ -282,7 +283,8 @@ public:
         const unsigned bits = std::min(widest + 1, kMaxFingerprintBits);
         const uint64_t capacity = largest->capacity() * 2;
         const Filter& last = stages_.back();
-        stages_.push_back(Filter::for_capacity(capacity, 0.5, bits, last.bucket_size(), last.max_kicks(), last.seed()));
+        stages_.push_back(Filter::for_capacity(capacity, 0.5, bits, last.bucket_size(), last.max_kicks(), last.seed(),
+                                                 last.hash_algorithm()));
     }
 
 private:
