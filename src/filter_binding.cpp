@@ -72,9 +72,18 @@ double fpr_arg(const py::handle& v) {
     return x;
 }
 
+cuckoo::HashAlgorithm hash_algorithm_arg(const py::handle& v) {
+    if (!PyUnicode_Check(v.ptr()))
+        throw py::type_error(std::string("hash_algorithm must be a str, not ") + type_name(v.ptr()));
+    const std::string name = v.cast<std::string>();
+    if (name == "xxh3") return cuckoo::HashAlgorithm::xxh3;
+    if (name == "xxh64") return cuckoo::HashAlgorithm::xxh64;
+    throw py::value_error("hash_algorithm must be 'xxh3' or 'xxh64', got " + py::repr(v).cast<std::string>());
+}
+
 PyFilter make_filter(const py::handle& capacity, const py::handle& fpr, const py::handle& fingerprint_bits,
                      const py::handle& bucket_size, const py::handle& max_kicks, const py::handle& seed,
-                     const py::handle& growable) {
+                     const py::handle& growable, const py::handle& hash_algorithm) {
     if (!PyBool_Check(growable.ptr())) throw py::type_error(std::string("growable must be a bool, not ") + type_name(growable.ptr()));
     const long long cap = int_arg(capacity, "capacity", 0, std::numeric_limits<long long>::max());
     if (cap <= 0) throw py::value_error("capacity must be positive, got " + std::to_string(cap));
@@ -92,6 +101,7 @@ PyFilter make_filter(const py::handle& capacity, const py::handle& fpr, const py
     }
     const unsigned kicks = static_cast<unsigned>(int_arg(max_kicks, "max_kicks", 0, kMaxMaxKicks));
     const uint64_t s = seed_arg(seed);
+    const cuckoo::HashAlgorithm algorithm = hash_algorithm_arg(hash_algorithm);
     if (f == 0) {
         try {
             f = cuckoo::fingerprint_bits_for(target, b);
@@ -111,7 +121,7 @@ PyFilter make_filter(const py::handle& capacity, const py::handle& fpr, const py
     }
     require_memory(cuckoo::PackedTable::data_bytes_for(buckets, b, f),
                    "Filter(capacity=" + with_commas(static_cast<uint64_t>(cap)) + ", fingerprint_bits=" + std::to_string(f) + ")");
-    return PyFilter(cuckoo::StagedFilter(cuckoo::Filter::for_capacity(static_cast<uint64_t>(cap), target, f, b, kicks, s),
+    return PyFilter(cuckoo::StagedFilter(cuckoo::Filter::for_capacity(static_cast<uint64_t>(cap), target, f, b, kicks, s, algorithm),
                                          growable.ptr() == Py_True));
 }
 
@@ -291,7 +301,8 @@ void register_filter(py::module_& m) {
     FilterClass cls(m, "Filter", R"doc(
 A cuckoo filter: a compact set of keys that answers "maybe present" or "certainly absent".
 
-Filter(capacity, fpr=None, *, fingerprint_bits=None, bucket_size=4, max_kicks=500, seed=0)
+Filter(capacity, fpr=None, *, fingerprint_bits=None, bucket_size=4, max_kicks=500, seed=0,
+       growable=False, hash_algorithm="xxh3")
 
 capacity          number of keys the filter is sized for (inserting more may fail)
 fpr               target false-positive rate at capacity (default 0.001); picks the
@@ -300,12 +311,16 @@ fingerprint_bits  the fingerprint width f (4..32) instead of fpr
 bucket_size       slots per bucket: 2, 4 (default) or 8
 max_kicks         buckets the eviction search may visit before an insert gives up
 seed              seed of the key hash (0 .. 2**64 - 1); filters are reproducible
+growable          add stages of twice the capacity as the filter fills, instead of failing
+hash_algorithm    the key hash: "xxh3" (XXH3-64, default) or "xxh64" (XXH64, the only hash of
+                  releases before 0.2, which cannot read filters that use XXH3)
 
 Keys are int (64-bit, signed or unsigned), bytes, or str (hashed as UTF-8).
 )doc");
     cls.def(py::init(&make_filter), py::arg("capacity"), py::arg("fpr") = py::none(), py::kw_only(),
             py::arg("fingerprint_bits") = py::none(), py::arg("bucket_size") = 4,
-            py::arg("max_kicks") = kDefaultMaxKicks, py::arg("seed") = 0, py::arg("growable") = false);
+            py::arg("max_kicks") = kDefaultMaxKicks, py::arg("seed") = 0, py::arg("growable") = false,
+            py::arg("hash_algorithm") = "xxh3");
 
     // scalar operations
     cls.def("add", [](PyFilter& self, const py::handle& key) {
@@ -475,6 +490,9 @@ Keys are int (64-bit, signed or unsigned), bytes, or str (hashed as UTF-8).
     cls.def_property_readonly("fingerprint_bits", [](const PyFilter& self) { ReadLock lock(self); return self.core.first().fingerprint_bits(); },
                               "Fingerprint width f (of the first stage; each growth stage adds one bit).");
     cls.def_property_readonly("seed", [](const PyFilter& self) { ReadLock lock(self); return self.core.first().seed(); });
+    cls.def_property_readonly("hash_algorithm", [](const PyFilter& self) {
+        return std::string(cuckoo::hash_algorithm_name(self.hasher.algorithm));
+    }, "The key hash: 'xxh3' or 'xxh64' (fixed for the filter's life, stored in its files).");
     cls.def_property_readonly("max_kicks", [](const PyFilter& self) { ReadLock lock(self); return self.core.first().max_kicks(); });
     cls.def_property_readonly("growable", [](const PyFilter& self) { ReadLock lock(self); return self.core.growable(); });
     cls.def_property_readonly("stages", [](const PyFilter& self) {

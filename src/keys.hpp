@@ -158,49 +158,6 @@ inline size_t encode_utf8(uint32_t c, unsigned char* o) {
     return 4;
 }
 
-// Length of a NumPy 'S' item without its trailing NUL padding (NumPy drops it: the scalar of
-// b"ab" in an 'S4' array is b"ab"). Word at a time and without data-dependent branches for the
-// whole words: which words are non-zero becomes a bit mask, and the last of them gives the
-// length (a loop that stops at the last non-zero word mispredicts on every key of mixed length).
-inline size_t unpadded_length(const unsigned char* p, size_t width) {
-#if defined(__SSE2__)
-    // Items of 16 to 64 bytes (the common S16..S64): which bytes are non-zero as one 64-bit mask,
-    // 16 bytes per compare (the last 16-byte load overlaps the one before it when the width is not
-    // a multiple of 16; OR-ing its bits in at their true positions is harmless).
-    if (width >= 16 && width <= 64) {
-        const __m128i zero = _mm_setzero_si128();
-        uint64_t nonzero = 0;
-        for (size_t offset = 0; offset < width; offset += 16) {
-            const size_t at = offset + 16 <= width ? offset : width - 16;
-            const __m128i chunk = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + at));
-            const unsigned zero_bytes = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(chunk, zero)));
-            nonzero |= static_cast<uint64_t>(~zero_bytes & 0xFFFFu) << at;
-        }
-        return nonzero ? 64 - static_cast<size_t>(__builtin_clzll(nonzero)) : 0;
-    }
-#endif
-    const size_t words = width / 8;
-    const size_t head = width - 8 * words;  // bytes before the first whole word
-    if (words > 0 && words <= 64) {
-        const unsigned char* w0 = p + head;
-        uint64_t nonzero = 0;
-        for (size_t i = 0; i < words; ++i) nonzero |= static_cast<uint64_t>(load_le64(w0 + 8 * i) != 0) << i;
-        if (nonzero) {
-            const unsigned last = 63u - static_cast<unsigned>(__builtin_clzll(nonzero));
-            const uint64_t w = load_le64(w0 + 8 * last);
-            return head + 8 * last + 8 - static_cast<size_t>(__builtin_clzll(w) / 8);
-        }
-        width = head;  // all whole words are padding
-    }
-    while (width >= 8) {  // items of more than 512 bytes
-        const uint64_t w = load_le64(p + width - 8);
-        if (w != 0) return width - static_cast<size_t>(__builtin_clzll(w) / 8);
-        width -= 8;
-    }
-    while (width > 0 && p[width - 1] == 0) --width;
-    return width;
-}
-
 // ---- batches ----------------------------------------------------------------------------------
 
 enum class BufferKind {
@@ -257,14 +214,14 @@ struct IntKeys {
         // Contiguous, aligned, native-order 64-bit values are hashed where they lie (the common
         // uint64/int64 array); other layouts are gathered into a block of values first.
         if (sizeof(T) == 8 && stride == 8 && !swap && reinterpret_cast<uintptr_t>(base) % alignof(uint64_t) == 0) {
-            cuckoo::hash_u64_block(reinterpret_cast<const uint64_t*>(base) + start, len, hasher.seed, out);
+            cuckoo::hash_ints_block(hasher, reinterpret_cast<const uint64_t*>(base) + start, len, out);
             return;
         }
         uint64_t values[cuckoo::kBatchBlock];
         for (unsigned done = 0; done < len; done += cuckoo::kBatchBlock) {
             const unsigned part = std::min(len - done, cuckoo::kBatchBlock);
             for (unsigned j = 0; j < part; ++j) values[j] = value(start + done + j);
-            cuckoo::hash_u64_block(values, part, hasher.seed, out + done);
+            cuckoo::hash_ints_block(hasher, values, part, out + done);
         }
     }
 };
@@ -281,12 +238,12 @@ struct PaddedBytesKeys {
 
     uint64_t operator()(uint64_t k) const {
         const unsigned char* p = base + static_cast<Py_ssize_t>(k) * stride;
-        return hasher.hash_key(p, unpadded_length(p, static_cast<size_t>(width)));
+        return hasher.hash_key(p, cuckoo::unpadded_size(p, static_cast<size_t>(width)));
     }
     void hash_block(uint64_t start, unsigned len, uint64_t* out) const {
-        if (stride == width && cuckoo::padded_block_kernel_reads(static_cast<size_t>(width))) {
-            cuckoo::hash_padded_block(base + start * static_cast<uint64_t>(width), static_cast<size_t>(width), len,
-                                      hasher.seed, base + count * static_cast<uint64_t>(width), out);
+        if (stride == width) {
+            cuckoo::hash_padded_block(hasher, base + start * static_cast<uint64_t>(width), static_cast<size_t>(width),
+                                      len, base + count * static_cast<uint64_t>(width), out);
             return;
         }
         for (unsigned j = 0; j < len; ++j) out[j] = (*this)(start + j);
@@ -323,7 +280,7 @@ struct VarBinaryKeys {
                 fits &= l <= UINT32_MAX;
             }
             if (fits) {
-                cuckoo::hash_bytes_block(key, key_len, part, hasher.seed, data_end, out + done);
+                cuckoo::hash_bytes_block(hasher, key, key_len, part, data_end, out + done);
             } else {
                 for (unsigned j = 0; j < part; ++j) out[done + j] = (*this)(start + done + j);
             }

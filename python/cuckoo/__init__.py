@@ -33,7 +33,7 @@ from . import _display, _persist
 _display.install(Filter)
 _persist.install(Filter)
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "CuckooError",

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable, Union
+from typing import Any, Iterable, Literal, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -32,6 +32,7 @@ class Filter:
         max_kicks: int = 500,
         seed: int = 0,
         growable: bool = False,
+        hash_algorithm: Literal["xxh3", "xxh64"] = "xxh3",
     ) -> None: ...
 
     # scalar operations
@@ -96,6 +97,8 @@ class Filter:
     def fingerprint_bits(self) -> int: ...
     @property
     def seed(self) -> int: ...
+    @property
+    def hash_algorithm(self) -> Literal["xxh3", "xxh64"]: ...
     @property
     def max_kicks(self) -> int: ...
     @property
