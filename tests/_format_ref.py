@@ -71,6 +71,117 @@ def xxh64(data: bytes, seed: int = 0) -> int:
     return _avalanche(h)
 
 
+# ---- XXH3-64 (hash algorithm 2), from the algorithm's description -----------------------------
+
+XXH3_SECRET = bytes.fromhex(
+    "b8fe6c3923a44bbe7c01812cf721ad1cded46de9839097db7240a4a4b7b3671f"
+    "cb79e64eccc0e578825ad07dccff7221b8084674f743248ee03590e6813a264c"
+    "3c2852bb91c300cb88d0658b1b532ea371644897a20df94e3819ef46a9deacd8"
+    "a8fa763fe39c343ff9dcbbc7c70b4f1d8a51e04bcdb45931c89f7ec9d9787364"
+    "eac5ac8334d3ebc3c581a0fffa1363eb170ddd51b7f0da49d316552629d4689e"
+    "2b16be587d47a1fc8ff8b8d17ad031ce45cb3a8f95160428afd7fbcabb4b407e"
+)
+_MX1 = 0x165667919E3779F9
+_MX2 = 0x9FB21C651E98DF25
+_P32_1, _P32_2, _P32_3 = 0x9E3779B1, 0x85EBCA77, 0xC2B2AE3D
+
+
+def _le64(b: bytes, at: int) -> int:
+    return int.from_bytes(b[at : at + 8], "little")
+
+
+def _le32(b: bytes, at: int) -> int:
+    return int.from_bytes(b[at : at + 4], "little")
+
+
+def _fold(a: int, b: int) -> int:
+    p = a * b
+    return (p ^ (p >> 64)) & M64
+
+
+def _x3_avalanche(h: int) -> int:
+    h ^= h >> 37
+    h = (h * _MX1) & M64
+    return h ^ (h >> 32)
+
+
+def _mix16(data: bytes, at: int, secret: bytes, s_at: int, seed: int) -> int:
+    lo = _le64(data, at) ^ ((_le64(secret, s_at) + seed) & M64)
+    hi = _le64(data, at + 8) ^ ((_le64(secret, s_at + 8) - seed) & M64)
+    return _fold(lo, hi)
+
+
+def _x3_long(data: bytes, seed: int) -> int:
+    secret = b"".join(
+        ((_le64(XXH3_SECRET, i) + seed) & M64).to_bytes(8, "little")
+        + ((_le64(XXH3_SECRET, i + 8) - seed) & M64).to_bytes(8, "little")
+        for i in range(0, 192, 16)
+    )
+    acc = [_P32_3, P1, P2, P3, P4, _P32_2, P5, _P32_1]
+
+    def stripe(at: int, s_at: int) -> None:
+        for i in range(8):
+            value = _le64(data, at + 8 * i)
+            keyed = value ^ _le64(secret, s_at + 8 * i)
+            acc[i ^ 1] = (acc[i ^ 1] + value) & M64
+            acc[i] = (acc[i] + (keyed & 0xFFFFFFFF) * (keyed >> 32)) & M64
+
+    n = len(data)
+    blocks = (n - 1) // 1024
+    for b in range(blocks):
+        for k in range(16):
+            stripe(b * 1024 + 64 * k, 8 * k)
+        for i in range(8):
+            a = acc[i] ^ (acc[i] >> 47) ^ _le64(secret, 128 + 8 * i)
+            acc[i] = (a * _P32_1) & M64
+    for k in range(((n - 1) - 1024 * blocks) // 64):
+        stripe(blocks * 1024 + 64 * k, 8 * k)
+    stripe(n - 64, 192 - 64 - 7)
+    h = (n * P1) & M64
+    for i in range(4):
+        h = (h + _fold(acc[2 * i] ^ _le64(secret, 11 + 16 * i), acc[2 * i + 1] ^ _le64(secret, 19 + 16 * i))) & M64
+    return _x3_avalanche(h)
+
+
+def xxh3_64(data: bytes, seed: int = 0) -> int:
+    data = bytes(data)
+    n = len(data)
+    s = XXH3_SECRET
+    if n == 0:
+        return _avalanche(seed ^ _le64(s, 56) ^ _le64(s, 64))
+    if n <= 3:
+        combined = (data[0] << 16) | (data[n >> 1] << 24) | data[n - 1] | (n << 8)
+        return _avalanche(combined ^ (((_le32(s, 0) ^ _le32(s, 4)) + seed) & M64))
+    if n <= 8:
+        seed ^= int.from_bytes((seed & 0xFFFFFFFF).to_bytes(4, "little"), "big") << 32
+        keyed = (_le32(data, n - 4) + (_le32(data, 0) << 32)) ^ (((_le64(s, 8) ^ _le64(s, 16)) - seed) & M64)
+        h = keyed ^ _rotl(keyed, 49) ^ _rotl(keyed, 24)
+        h = (h * _MX2) & M64
+        h ^= (h >> 35) + n
+        h = (h * _MX2) & M64
+        return h ^ (h >> 28)
+    if n <= 16:
+        lo = _le64(data, 0) ^ (((_le64(s, 24) ^ _le64(s, 32)) + seed) & M64)
+        hi = _le64(data, n - 8) ^ (((_le64(s, 40) ^ _le64(s, 48)) - seed) & M64)
+        swapped = int.from_bytes(lo.to_bytes(8, "little"), "big")
+        return _x3_avalanche((n + swapped + hi + _fold(lo, hi)) & M64)
+    if n <= 128:
+        acc = n * P1
+        for k in range((n - 1) // 32 + 1):  # pairs of 16-byte halves from both ends
+            acc += _mix16(data, 16 * k, s, 32 * k, seed) + _mix16(data, n - 16 * (k + 1), s, 32 * k + 16, seed)
+        return _x3_avalanche(acc & M64)
+    if n <= 240:
+        acc = n * P1
+        for i in range(8):
+            acc += _mix16(data, 16 * i, s, 16 * i, seed)
+        acc = _x3_avalanche(acc & M64)
+        for i in range(8, n // 16):
+            acc += _mix16(data, 16 * i, s, 16 * (i - 8) + 3, seed)
+        acc += _mix16(data, n - 16, s, 119, seed)
+        return _x3_avalanche(acc & M64)
+    return _x3_long(data, seed)
+
+
 # ---- keys -> (i1, i2, fp), as documented ------------------------------------------------------
 
 
@@ -100,8 +211,20 @@ def alt_index(index: int, fp: int, bucket_count: int) -> int:
     return (((hb - block) % blocks) << 3) | ((index & 7) ^ ho)
 
 
-def bucket_indices(key: Any, seed: int, bucket_count: int, fingerprint_bits: int) -> tuple:
-    h = xxh64(key_bytes(key), seed)
+HASH_ALGORITHMS = {"xxh64": 1, "xxh3": 2}  # the names Filter(hash_algorithm=...) takes -> format ids
+
+
+def key_hash(key: Any, seed: int, hash_algorithm: str = "xxh3") -> int:
+    """The documented key hash: XXH3-64 (hash algorithm 2, the default) or XXH64 (1)."""
+    if hash_algorithm == "xxh3":
+        return xxh3_64(key_bytes(key), seed)
+    if hash_algorithm == "xxh64":
+        return xxh64(key_bytes(key), seed)
+    raise ValueError(f"unknown hash algorithm {hash_algorithm!r}")
+
+
+def bucket_indices(key: Any, seed: int, bucket_count: int, fingerprint_bits: int, hash_algorithm: str = "xxh3") -> tuple:
+    h = key_hash(key, seed, hash_algorithm)
     i1 = ((h & 0xFFFFFFFF) * bucket_count) >> 32
     fp = 1 + (((h >> 32) * ((1 << fingerprint_bits) - 1)) >> 32)
     return (i1, alt_index(i1, fp, bucket_count), fp)

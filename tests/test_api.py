@@ -157,6 +157,8 @@ BAD_PARAMS = [
     ({"capacity": 10, "seed": 2**64}, ValueError, r"seed must be between 0 and 2\*\*64 - 1"),
     ({"capacity": 10, "seed": 1.0}, TypeError, r"seed must be an int, not float"),
     ({"capacity": 10, "seed": None}, TypeError, r"seed must be an int"),
+    ({"capacity": 10, "hash_algorithm": "md5"}, ValueError, r"hash_algorithm must be 'xxh3' or 'xxh64', got 'md5'"),
+    ({"capacity": 10, "hash_algorithm": 2}, TypeError, r"hash_algorithm must be a str, not int"),
 ]
 
 

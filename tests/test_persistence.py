@@ -46,7 +46,8 @@ def make(capacity: int, f: int, b: int, fill: float = 0.9, seed: int = 7) -> "tu
 
 def same_filter(a: cuckoo.Filter, b: cuckoo.Filter) -> None:
     assert a == b
-    for attr in ("capacity", "bucket_count", "bucket_size", "fingerprint_bits", "seed", "max_kicks", "nbytes"):
+    for attr in ("capacity", "bucket_count", "bucket_size", "fingerprint_bits", "seed", "max_kicks", "nbytes",
+                 "hash_algorithm"):
         assert getattr(a, attr) == getattr(b, attr), attr
     assert len(a) == len(b)
 
@@ -104,8 +105,11 @@ def test_round_trip_edge_parameters(tmp_path):
         cuckoo.Filter(1),  # empty, smallest table
         cuckoo.Filter(10, fingerprint_bits=4, bucket_size=2, max_kicks=0, seed=0),
         cuckoo.Filter(1000, fingerprint_bits=32, bucket_size=8, max_kicks=1_000_000, seed=2**64 - 1),
+        cuckoo.Filter(1000, seed=5, hash_algorithm="xxh64"),  # the first releases' hash
     ]
+    cases[-1].add_many(["a", "b", b"c", 3, -3, 2**64 - 1])
     cases[2].add_many(["a", "b", b"c", 3, -3, 2**64 - 1])
+    assert ref.parse(cases[-1].to_bytes())["hash_algorithm"] == 1
     for flt in cases:
         for how, back in round_trips(flt, tmp_path):
             same_filter(flt, back)
@@ -116,7 +120,7 @@ def test_to_bytes_matches_the_documented_layout():
     data = flt.to_bytes()
     h = ref.parse(data)
     assert h["magic"] == b"CUCKOOF\x00" and h["version"] == 1
-    assert h["header_length"] == 136 and h["flags"] == 0 and h["hash_algorithm"] == 1
+    assert h["header_length"] == 136 and h["flags"] == 0 and h["hash_algorithm"] == 2  # XXH3, the default
     assert (h["seed"], h["capacity"], h["max_kicks"], h["stage_count"]) == (7, 5000, 777, 1)
     assert h["header_checksum"] == ref.xxh64(data[:128], 0)
     (s,) = h["stages"]
@@ -506,7 +510,8 @@ def test_growable_flag_marks_a_growable_filter(good):
 
 CORRUPT_FIELDS = [
     (dict(flags=2), "unsupported flags 2"),
-    (dict(hash_algorithm=2), "unsupported hash algorithm 2"),
+    (dict(hash_algorithm=3), "unsupported hash algorithm 3"),
+    (dict(hash_algorithm=0), "unsupported hash algorithm 0"),
     (dict(reserved=1), "reserved field is not zero"),
     (dict(stage_reserved=5), "reserved field of stage 0"),
     (dict(stage_count=2), "2 stages need a header of 200 bytes"),
@@ -569,8 +574,13 @@ def test_rewrite_round_trip_is_identity(good):
 # ---- golden files: hash stability -----------------------------------------------------------------
 
 
-def golden_keys():
-    with open(os.path.join(DATA, "golden_v1_keys.json"), encoding="utf-8") as fh:
+# One golden file per hash algorithm: golden_v1 (XXH64, written by the first release) and
+# golden_v1_xxh3 (XXH3, written when it became the default).
+GOLDEN_FILES = {"xxh64": "golden_v1", "xxh3": "golden_v1_xxh3"}
+
+
+def golden_keys(stem="golden_v1"):
+    with open(os.path.join(DATA, f"{stem}_keys.json"), encoding="utf-8") as fh:
         doc = json.load(fh)
     out = []
     for k in doc["keys"]:
@@ -579,16 +589,19 @@ def golden_keys():
     return doc, out
 
 
+@pytest.mark.parametrize("hash_algorithm", sorted(GOLDEN_FILES))
 @pytest.mark.parametrize("how", ["file", "mmap", "bytes"])
-def test_golden_v1(how):
-    path = os.path.join(DATA, "golden_v1.cuckoo")
+def test_golden_v1(how, hash_algorithm):
+    stem = GOLDEN_FILES[hash_algorithm]
+    path = os.path.join(DATA, f"{stem}.cuckoo")
     with open(path, "rb") as fh:
         data = fh.read()
     flt = {"file": lambda: cuckoo.Filter.load(path), "mmap": lambda: cuckoo.Filter.load(path, mmap=True),
            "bytes": lambda: cuckoo.Filter.from_bytes(data)}[how]()
-    doc, keys = golden_keys()
+    doc, keys = golden_keys(stem)
     p = doc["parameters"]
     assert doc["format_version"] == 1
+    assert flt.hash_algorithm == p.get("hash_algorithm", "xxh64") == hash_algorithm
     assert (flt.capacity, flt.fingerprint_bits, flt.bucket_size, flt.max_kicks, flt.seed) == (
         p["capacity"], p["fingerprint_bits"], p["bucket_size"], p["max_kicks"], p["seed"])
     assert flt.bucket_count == doc["bucket_count"] and len(flt) == doc["items"]
@@ -604,25 +617,30 @@ def test_golden_v1(how):
     assert flt.to_bytes() == data
 
 
-def test_golden_v1_hashes_recomputed_from_the_document():
-    # The documented hash (XXH64 of the key bytes, index from the low 32 bits, fingerprint from the
-    # high 32 bits, alternate by block reflection), computed in pure Python, gives the same numbers.
-    doc, keys = golden_keys()
+@pytest.mark.parametrize("hash_algorithm, anchor", [("xxh64", (23, 371)), ("xxh3", (4, 416))])
+def test_golden_v1_hashes_recomputed_from_the_document(hash_algorithm, anchor):
+    # The documented hash (XXH64 or XXH3-64 of the key bytes, index from the low 32 bits,
+    # fingerprint from the high 32 bits, alternate by block reflection), computed in pure Python,
+    # gives the same numbers.
+    doc, keys = golden_keys(GOLDEN_FILES[hash_algorithm])
     p = doc["parameters"]
     for key, k in keys:
-        assert ref.bucket_indices(key, p["seed"], doc["bucket_count"], p["fingerprint_bits"]) == (
+        assert ref.bucket_indices(key, p["seed"], doc["bucket_count"], p["fingerprint_bits"], hash_algorithm) == (
             k["i1"], k["i2"], k["fp"]), key
     by_key = {repr(key): k for key, k in keys}
-    assert (by_key["0"]["i1"], by_key["0"]["fp"]) == (23, 371)  # spelled out: a visible anchor
+    assert (by_key["0"]["i1"], by_key["0"]["fp"]) == anchor  # spelled out: a visible anchor
 
 
-def test_golden_v1_fields():
-    with open(os.path.join(DATA, "golden_v1.cuckoo"), "rb") as fh:
+@pytest.mark.parametrize("hash_algorithm", sorted(GOLDEN_FILES))
+def test_golden_v1_fields(hash_algorithm):
+    stem = GOLDEN_FILES[hash_algorithm]
+    with open(os.path.join(DATA, f"{stem}.cuckoo"), "rb") as fh:
         data = fh.read()
     h = ref.parse(data)
+    assert h["hash_algorithm"] == ref.HASH_ALGORITHMS[hash_algorithm]
     assert h["header_checksum"] == ref.xxh64(data[:128])
     assert h["stages"][0]["table_checksum"] == ref.xxh64(ref.tables(data)[0])
-    doc, _ = golden_keys()
+    doc, _ = golden_keys(stem)
     assert h["seed"] == doc["parameters"]["seed"] and h["stages"][0]["item_count"] == doc["items"]
 
 

@@ -1,15 +1,16 @@
-"""Writes the golden files of format version 1: golden_v1.cuckoo and golden_v1_keys.json.
+"""Writes a golden file of format version 1 and the list of its keys:
 
-    python tests/data/make_golden.py
+    python tests/data/make_golden.py xxh3    # golden_v1_xxh3.cuckoo, golden_v1_xxh3_keys.json
+    python tests/data/make_golden.py xxh64   # golden_v1.cuckoo, golden_v1_keys.json (the first)
 
-They are committed and must never be regenerated for version 1: tests/test_persistence.py checks
-that every later release still reads golden_v1.cuckoo and gives the same answers and the same
-(i1, i2, fingerprint) for every key listed in golden_v1_keys.json. That is the guard for hash
-stability (docs/format.md, "Hashing"). A new format version adds golden_v2.* next to them.
+They are committed and must never be regenerated: tests/test_persistence.py checks that every
+later release still reads each golden file and gives the same answers and the same (i1, i2,
+fingerprint) for every key listed with it. That is the guard for hash stability (docs/format.md,
+"Hashing"), for each hash algorithm. A new format version adds golden_v2.* next to them.
 
 The filter: capacity 100, 12-bit fingerprints, 4 slots a bucket, max_kicks 500, and a seed above
 2^63 (so that the seed's full 64 bits matter), holding the "present" keys below, added in order
-with add(). The keys cover every key type and the XXH64 code paths (inputs of 0..100 bytes):
+with add(). The keys cover every key type and the code paths of both hashes (inputs of 0..100 bytes):
 int keys in [-2^63, 2^64), str keys (hashed as UTF-8, incl. non-ASCII), bytes keys. Note that
 int 0 and bytes b"\\0" * 8 are the same key, as documented. The "absent" keys were not added; their
 recorded answer is what the filter said when the file was made (False unless a false positive).
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 import cuckoo
 
@@ -43,8 +45,11 @@ def encode(key: object) -> dict:
     return {"type": "bytes", "hex": key.hex()}
 
 
-def main() -> None:
-    f = cuckoo.Filter(**PARAMS)
+def main(hash_algorithm: str) -> None:
+    # The first golden file (XXH64) was written before the hash_algorithm parameter existed.
+    params = PARAMS if hash_algorithm == "xxh64" else dict(PARAMS, hash_algorithm=hash_algorithm)
+    stem = "golden_v1" if hash_algorithm == "xxh64" else f"golden_v1_{hash_algorithm}"
+    f = cuckoo.Filter(**dict(params, hash_algorithm=hash_algorithm))
     for key in PRESENT:
         f.add(key)
     keys = []
@@ -54,21 +59,21 @@ def main() -> None:
             keys.append(dict(encode(key), added=present, contains=key in f, i1=i1, i2=i2, fp=fp))
     doc = {
         "format_version": 1,
-        "file": "golden_v1.cuckoo",
-        "parameters": PARAMS,
+        "file": f"{stem}.cuckoo",
+        "parameters": params,
         "bucket_count": f.bucket_count,
         "items": len(f),
         "keys": keys,
     }
-    f.save(os.path.join(HERE, "golden_v1.cuckoo"))
-    with open(os.path.join(HERE, "golden_v1_keys.json"), "w", encoding="utf-8") as fh:
+    f.save(os.path.join(HERE, f"{stem}.cuckoo"))
+    with open(os.path.join(HERE, f"{stem}_keys.json"), "w", encoding="utf-8") as fh:
         # One key a line: diffs and reviews stay readable.
         head = json.dumps({k: v for k, v in doc.items() if k != "keys"}, indent=1)
         fh.write(head[:-2] + ',\n "keys": [\n')
         fh.write(",\n".join("  " + json.dumps(k, ensure_ascii=True) for k in keys))
         fh.write("\n ]\n}\n")
-    print(f"wrote golden_v1.cuckoo ({len(f.to_bytes())} bytes, {len(f)} items) and golden_v1_keys.json")
+    print(f"wrote {stem}.cuckoo ({len(f.to_bytes())} bytes, {len(f)} items) and {stem}_keys.json")
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1])
