@@ -11,8 +11,8 @@ so it is checked through what is: ``Filter.bucket_indices``. This file holds
 * the derivation of (i1, i2, fp) from one 64-bit hash, written from the description in
   cpp/include/cuckoo/filter.hpp and hash.hpp, compared with ``bucket_indices`` for ints, bytes
   of every length 0..100 (all XXH64 code paths: the 32-byte stripe loop, 8-, 4- and 1-byte
-  tails; every XXH3 path up to 100 bytes), str including non-ASCII, several seeds, table sizes, bucket sizes and every
-  fingerprint width;
+  tails; every XXH3 path up to 100 bytes), str including non-ASCII, several seeds, table sizes,
+  bucket sizes and every fingerprint width;
 * a golden table of hard-coded results, so that any change of the hash or of the derivation
   fails even if this file's reference were changed along with it.
 """

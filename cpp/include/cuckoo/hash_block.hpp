@@ -1,11 +1,12 @@
 // XXH64 of a block of short byte keys at once: what bulk loops over string columns (Arrow
-// binary/string arrays, NumPy 'S' arrays) use to hash their keys.
+// binary/string arrays, NumPy 'S' arrays) use to hash their keys in filters of hash algorithm 1
+// (XXH64; filters of algorithm 2, XXH3, hash key by key: see the end of this file).
 //
 // Why: the XXH64 of one key of 8 to 31 bytes is a chain of up to 19 dependent 64-bit multiplies
 // and ~130 instructions; hashed one key at a time it cost more than the whole lookup of an
 // integer key (a cache-resident contains_many of 8-32-byte keys ran at ~2.5x the cost of uint64
-// keys). The values are part of the file format, so the hash cannot change; instead the AVX2
-// kernel below runs XXH64 on four keys at once, one key per 64-bit lane:
+// keys). The values are part of the file format of XXH64 filters, so the hash cannot change for
+// them; instead the AVX2 kernel below runs XXH64 on four keys at once, one key per 64-bit lane:
 //   - each key's first 32 bytes are read with one 32-byte load (a "row"), and the four rows are
 //     transposed so that vector Wi holds the i-th 8-byte word of each key;
 //   - every step of XXH64's short-input path (three 8-byte words, a 4-byte word, three single
