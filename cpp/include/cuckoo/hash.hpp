@@ -399,8 +399,14 @@ inline uint64_t xxh3_8to32(const unsigned char* p, size_t len, uint64_t seed) no
     const uint64_t first = load_le64(p);
     const uint64_t of8 = len_4to8(static_cast<uint32_t>(first), static_cast<uint32_t>(first >> 32), len, seed);
     const uint64_t of9to16 = len_9to16(p, len, seed);
-    const unsigned char* const last16 = p + select_if(len >= 16, len - 16, 0);
-    const uint64_t of17to32 = avalanche(len * xxh64_detail::P1 + mix16(p, kSecret, seed) + mix16(last16, kSecret + 16, seed));
+    // The 17-32 path's four words; for shorter keys (result unused) words inside the key instead.
+    const bool long_key = len >= 16;
+    const uint64_t w1 = load_le64(p + select_if(long_key, 8, 0));
+    const uint64_t w2 = load_le64(p + select_if(long_key, len - 16, 0));
+    const uint64_t w3 = load_le64(p + len - 8);
+    const uint64_t of17to32 = avalanche(len * xxh64_detail::P1 +
+                                        mul128_fold64(first ^ (secret64(0) + seed), w1 ^ (secret64(8) - seed)) +
+                                        mul128_fold64(w2 ^ (secret64(16) + seed), w3 ^ (secret64(24) - seed)));
     return select_if(len == 8, of8, select_if(len > 16, of17to32, of9to16));
 }
 
