@@ -28,17 +28,24 @@ import cuckoo
 INT_DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
 
 
-def new_filter() -> cuckoo.Filter:
+def new_filter(hash_algorithm: str = "xxh3") -> cuckoo.Filter:
     # 32-bit fingerprints: with a few hundred keys a false positive (about 8 / 2**32 per lookup)
     # does not happen, so the ground-truth assertions below are exact. Growable only so that a
     # key repeated more than 2 * bucket_size times (hypothesis likes arrays of zeros) still fits:
     # until it grows, a growable filter runs the same single-stage loops as a fixed one.
-    return cuckoo.Filter(4000, fingerprint_bits=32, growable=True)
+    return cuckoo.Filter(4000, fingerprint_bits=32, growable=True, hash_algorithm=hash_algorithm)
 
 
 def check_bulk_equals_scalar(make, keys) -> None:
-    """make() returns a fresh bulk input standing for the Python keys `keys`, in order."""
+    """make() returns a fresh bulk input standing for the Python keys `keys`, in order. Checked
+    for both key hashes: their bulk paths differ (XXH64 filters hash short string keys and
+    integers in vector kernels, XXH3 filters key by key)."""
     keys = list(keys)
+    for hash_algorithm in ("xxh3", "xxh64"):
+        _check_bulk_equals_scalar(make, keys, lambda: new_filter(hash_algorithm))
+
+
+def _check_bulk_equals_scalar(make, keys, new_filter) -> None:
     n = len(keys)
 
     # add_many / update == add one by one

@@ -401,8 +401,9 @@ def object_batches(draw):
 batches = st.one_of(int_arrays(), bytes_arrays(), str_arrays(), object_batches())
 
 
-def _small_loaded_filter(preload, bucket_size, fingerprint_bits, seed) -> Filter:
-    f = Filter(64, fingerprint_bits=fingerprint_bits, bucket_size=bucket_size, seed=seed, max_kicks=20)
+def _small_loaded_filter(preload, bucket_size, fingerprint_bits, seed, hash_algorithm) -> Filter:
+    f = Filter(64, fingerprint_bits=fingerprint_bits, bucket_size=bucket_size, seed=seed, max_kicks=20,
+               hash_algorithm=hash_algorithm)
     for k in preload:
         try:
             f.add(k)
@@ -413,13 +414,14 @@ def _small_loaded_filter(preload, bucket_size, fingerprint_bits, seed) -> Filter
 
 # short fingerprints make false positives (and so non-trivial answers) common
 bulk_widths = st.sampled_from([4, 5, 6, 8, 12, 15, 16, 32])  # with b = 2, 4, 8: every bucket shape
+hash_algorithms = st.sampled_from(["xxh3", "xxh64"])  # their bulk hash paths differ
 
 
 @given(batch=batches, preload=st.lists(keys, max_size=60), bucket_size=bucket_sizes, fingerprint_bits=bulk_widths,
-       seed=st.integers(0, 2**64 - 1))
-def test_read_bulk_equals_scalar(batch, preload, bucket_size, fingerprint_bits, seed):
+       seed=st.integers(0, 2**64 - 1), hash_algorithm=hash_algorithms)
+def test_read_bulk_equals_scalar(batch, preload, bucket_size, fingerprint_bits, seed, hash_algorithm):
     arr, scalars = batch
-    f = _small_loaded_filter(preload + scalars[::2], bucket_size, fingerprint_bits, seed)
+    f = _small_loaded_filter(preload + scalars[::2], bucket_size, fingerprint_bits, seed, hash_algorithm)
     note(f"{f!r}")
     contains = f.contains_many(arr)
     assert contains.dtype == np.bool_
@@ -430,10 +432,10 @@ def test_read_bulk_equals_scalar(batch, preload, bucket_size, fingerprint_bits, 
 
 
 @given(batch=batches, preload=st.lists(keys, max_size=60), bucket_size=bucket_sizes, fingerprint_bits=bulk_widths,
-       seed=st.integers(0, 2**64 - 1))
-def test_write_bulk_equals_scalar_in_order(batch, preload, bucket_size, fingerprint_bits, seed):
+       seed=st.integers(0, 2**64 - 1), hash_algorithm=hash_algorithms)
+def test_write_bulk_equals_scalar_in_order(batch, preload, bucket_size, fingerprint_bits, seed, hash_algorithm):
     arr, scalars = batch
-    base = _small_loaded_filter(preload, bucket_size, fingerprint_bits, seed)
+    base = _small_loaded_filter(preload, bucket_size, fingerprint_bits, seed, hash_algorithm)
 
     # add_unique_many == add_unique one by one (stopping where the scalar path is full)
     bulk, scalar = base.copy(), base.copy()
@@ -476,11 +478,12 @@ def test_write_bulk_equals_scalar_in_order(batch, preload, bucket_size, fingerpr
     assert bulk == scalar
 
 
-@given(batch=st.one_of(int_arrays(), bytes_arrays(), str_arrays()), seed=st.integers(0, 2**64 - 1))
-def test_arrays_equal_lists_of_python_keys(batch, seed):
+@given(batch=st.one_of(int_arrays(), bytes_arrays(), str_arrays()), seed=st.integers(0, 2**64 - 1),
+       hash_algorithm=hash_algorithms)
+def test_arrays_equal_lists_of_python_keys(batch, seed, hash_algorithm):
     """The buffer path (hashing inside the C++ loop) and the Python-object path agree."""
     arr, scalars = batch
-    f = Filter(64, fingerprint_bits=6, seed=seed)
+    f = Filter(64, fingerprint_bits=6, seed=seed, hash_algorithm=hash_algorithm)
     g = f.copy()
     try:
         f.add_many(arr)
