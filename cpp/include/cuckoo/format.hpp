@@ -50,7 +50,6 @@ namespace format {
 
 constexpr unsigned char kMagic[8] = {'C', 'U', 'C', 'K', 'O', 'O', 'F', '\0'};
 constexpr uint32_t kVersion = 1;          // the version this build writes, and the newest it reads
-constexpr uint32_t kHashXXH64 = 1;        // hash algorithm id: keys hashed as in cuckoo/hash.hpp
 constexpr uint32_t kFlagGrowable = 1u;    // bit 0: a growable filter (stages added as it fills)
 constexpr uint32_t kKnownFlags = kFlagGrowable;
 constexpr uint64_t kHeaderChecksumSeed = 0;

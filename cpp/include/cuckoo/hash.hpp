@@ -276,7 +276,7 @@ inline uint64_t mix16(const unsigned char* p, const unsigned char* secret, uint6
     return mul128_fold64(load_le64(p) ^ (load_le64(secret) + seed), load_le64(p + 8) ^ (load_le64(secret + 8) - seed));
 }
 
-// Lengths 4..8 of the 8-byte words lo32 = first 4 bytes, hi32 = last 4 bytes.
+// Inputs of 4 to 8 bytes, given as their first 4 and last 4 bytes (they overlap below 8).
 inline uint64_t len_4to8(uint32_t first4, uint32_t last4, uint64_t len, uint64_t seed) noexcept {
     seed ^= static_cast<uint64_t>(byteswap64(static_cast<uint32_t>(seed)) >> 32) << 32;
     const uint64_t bitflip = (secret64(8) ^ secret64(16)) - seed;
@@ -428,7 +428,9 @@ inline uint64_t xxh3_bytes(const void* data, size_t len, uint64_t seed) noexcept
 // The values are those of the file format's hash_algorithm field.
 enum class HashAlgorithm : uint32_t { xxh64 = 1, xxh3 = 2 };
 
-inline bool valid_hash_algorithm(uint32_t v) noexcept { return v == 1 || v == 2; }
+inline bool valid_hash_algorithm(uint32_t v) noexcept {
+    return v == static_cast<uint32_t>(HashAlgorithm::xxh64) || v == static_cast<uint32_t>(HashAlgorithm::xxh3);
+}
 inline const char* hash_algorithm_name(HashAlgorithm a) noexcept { return a == HashAlgorithm::xxh64 ? "xxh64" : "xxh3"; }
 
 // The key hash of one filter (algorithm and seed), as a small value that bulk loops capture by
