@@ -301,6 +301,11 @@ inline uint64_t len_0to16(const unsigned char* p, size_t len, uint64_t seed) noe
     return xxh64_detail::avalanche(seed ^ secret64(56) ^ secret64(64));
 }
 
+// Inputs of 17 to 32 bytes: len_17to128 without its branches for longer inputs.
+inline uint64_t len_17to32(const unsigned char* p, size_t len, uint64_t seed) noexcept {
+    return avalanche(len * xxh64_detail::P1 + mix16(p, kSecret, seed) + mix16(p + len - 16, kSecret + 16, seed));
+}
+
 inline uint64_t len_17to128(const unsigned char* p, size_t len, uint64_t seed) noexcept {
     const unsigned char* s = kSecret;
     uint64_t acc = len * xxh64_detail::P1;

@@ -324,9 +324,57 @@ inline void hash_padded_block(const unsigned char* first, size_t width, unsigned
 }
 
 // ---- the block hashes of a filter's key hash -------------------------------------------------
-// What key sources call: XXH64 filters take the vector kernels above; XXH3 filters hash key by
-// key (XXH3 needs 64x64->128-bit multiplies, which AVX2 lacks; one key costs it less than the
-// vector XXH64 of four does).
+// What key sources call: XXH64 filters take the vector kernels above; XXH3 filters take
+// xxh3_bytes_block below (XXH3 needs 64x64->128-bit multiplies, which AVX2 lacks; one key costs
+// it less than the vector XXH64 of four does).
+
+namespace kernels {
+
+// XXH3 of keys [0, n), grouped by length class before hashing. Why: key by key, keys of mixed
+// lengths need either a branch on the length class (mispredicted about every other key for
+// 8-32-byte keys) or the branch-free xxh3_8to32, which computes all three paths of its range for
+// every key. Here one pass sorts a block's keys into lists by class, 9-16 bytes, 17-32 bytes and
+// the others (branch-free: each key's index is written to every list, and only its own list's
+// count advances), then each of the two main classes runs its own path in a loop without
+// branches; the others go through xxh3_bytes. (A fourth list for 4-8-byte keys cost more in the
+// partition pass than it saved on 8-32-byte keys.) Measured on the 2-core development machine
+// (C++, 10^6 keys of 8-32 bytes, min of 15 alternating runs): the hash alone 7.7 -> 5.4 ns a
+// key, contains_batch 13.1 -> 11.0 ns.
+inline void xxh3_bytes_block(const unsigned char* const* key, const uint32_t* len, unsigned n, uint64_t seed,
+                             uint64_t* out) noexcept {
+    using namespace xxh3_detail;
+    for (unsigned start = 0; start < n; start += kBatchBlock) {
+        const unsigned part = n - start < kBatchBlock ? n - start : kBatchBlock;
+        const unsigned char* const* k = key + start;
+        const uint32_t* l = len + start;
+        uint64_t* o = out + start;
+        unsigned of9to16[kBatchBlock], of17to32[kBatchBlock], others[kBatchBlock];
+        unsigned n9 = 0, n17 = 0, n_other = 0;
+        for (unsigned j = 0; j < part; ++j) {
+            const uint32_t size = l[j];  // unsigned: size - a <= b is a <= size <= a + b
+            of9to16[n9] = j;
+            n9 += size - 9u <= 7u;
+            of17to32[n17] = j;
+            n17 += size - 17u <= 15u;
+            others[n_other] = j;
+            n_other += size - 9u > 23u;
+        }
+        for (unsigned i = 0; i < n9; ++i) {
+            const unsigned j = of9to16[i];
+            o[j] = len_9to16(k[j], l[j], seed);
+        }
+        for (unsigned i = 0; i < n17; ++i) {
+            const unsigned j = of17to32[i];
+            o[j] = len_17to32(k[j], l[j], seed);
+        }
+        for (unsigned i = 0; i < n_other; ++i) {
+            const unsigned j = others[i];
+            o[j] = xxh3_bytes(k[j], l[j], seed);
+        }
+    }
+}
+
+}  // namespace kernels
 
 // out[j] = hasher.hash_int(values[j]) for j < len.
 inline void hash_ints_block(const KeyHasher& hasher, const uint64_t* values, unsigned len, uint64_t* out) noexcept {
@@ -338,7 +386,7 @@ inline void hash_ints_block(const KeyHasher& hasher, const uint64_t* values, uns
 inline void hash_bytes_block(const KeyHasher& hasher, const unsigned char* const* key, const uint32_t* len, unsigned n,
                              const unsigned char* readable_end, uint64_t* out) noexcept {
     if (hasher.algorithm == HashAlgorithm::xxh64) return hash_bytes_block(key, len, n, hasher.seed, readable_end, out);
-    for (unsigned j = 0; j < n; ++j) out[j] = xxh3_bytes(key[j], len[j], hasher.seed);
+    kernels::xxh3_bytes_block(key, len, n, hasher.seed, out);
 }
 
 // out[j] = hasher.hash_key of item j of n fixed-width items without its trailing NUL bytes;
@@ -346,9 +394,15 @@ inline void hash_bytes_block(const KeyHasher& hasher, const unsigned char* const
 inline void hash_padded_block(const KeyHasher& hasher, const unsigned char* first, size_t width, unsigned n,
                               const unsigned char* readable_end, uint64_t* out) noexcept {
     if (hasher.algorithm == HashAlgorithm::xxh64) return hash_padded_block(first, width, n, hasher.seed, readable_end, out);
-    for (unsigned j = 0; j < n; ++j) {
-        const unsigned char* p = first + j * width;
-        out[j] = xxh3_bytes(p, unpadded_size(p, width), hasher.seed);
+    const unsigned char* key[kBatchBlock];
+    uint32_t size[kBatchBlock];
+    for (unsigned start = 0; start < n; start += kBatchBlock) {
+        const unsigned part = n - start < kBatchBlock ? n - start : kBatchBlock;
+        for (unsigned j = 0; j < part; ++j) {
+            key[j] = first + (start + j) * width;
+            size[j] = static_cast<uint32_t>(unpadded_size(key[j], width));
+        }
+        kernels::xxh3_bytes_block(key, size, part, hasher.seed, out + start);
     }
 }
 
