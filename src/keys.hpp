@@ -260,24 +260,33 @@ struct VarBinaryKeys {
     const unsigned char* data;
     const unsigned char* data_end;
 
+    Offset offset(uint64_t k) const {
+        Offset o;
+        std::memcpy(&o, offsets + sizeof(Offset) * k, sizeof o);
+        return o;
+    }
     uint64_t operator()(uint64_t k) const {
-        Offset o[2];
-        std::memcpy(o, offsets + sizeof(Offset) * k, sizeof o);
-        return hasher.hash_key(data + o[0], static_cast<size_t>(o[1] - o[0]));
+        const Offset begin = offset(k);
+        return hasher.hash_key(data + begin, static_cast<size_t>(offset(k + 1) - begin));
     }
     void hash_block(uint64_t start, unsigned len, uint64_t* out) const {
+        // Each offset is read where it lies. (Copying a block's offsets into an array first, with
+        // one memcpy of variable size, made the reads of the copy wait for its wide stores: store-
+        // to-load forwarding fails on them. That cost ~2 ns a key, a sixth of a lookup of 8-32-byte
+        // keys at 10^6 keys: C++ harness, min of 15 alternating runs, 13.2 -> 11.2 ns.)
         const unsigned char* key[cuckoo::kBatchBlock];
         uint32_t key_len[cuckoo::kBatchBlock];
-        Offset o[cuckoo::kBatchBlock + 1];
         for (unsigned done = 0; done < len; done += cuckoo::kBatchBlock) {
             const unsigned part = std::min(len - done, cuckoo::kBatchBlock);
-            std::memcpy(o, offsets + sizeof(Offset) * (start + done), sizeof(Offset) * (part + 1));
             bool fits = true;  // key lengths as 32 bits (longer keys: one at a time)
+            Offset begin = offset(start + done);
             for (unsigned j = 0; j < part; ++j) {
-                const uint64_t l = static_cast<uint64_t>(o[j + 1] - o[j]);
-                key[j] = data + o[j];
+                const Offset end = offset(start + done + j + 1);
+                const uint64_t l = static_cast<uint64_t>(end - begin);
+                key[j] = data + begin;
                 key_len[j] = static_cast<uint32_t>(l);
                 fits &= l <= UINT32_MAX;
+                begin = end;
             }
             if (fits) {
                 cuckoo::hash_bytes_block(hasher, key, key_len, part, data_end, out + done);
