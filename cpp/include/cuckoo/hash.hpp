@@ -244,7 +244,8 @@ constexpr uint64_t secret32(size_t at) noexcept { return secret64(at) & 0xFFFFFF
 // The 128-bit product of a and b, its two halves XORed.
 inline uint64_t mul128_fold64(uint64_t a, uint64_t b) noexcept {
 #if defined(__SIZEOF_INT128__)
-    const unsigned __int128 p = static_cast<unsigned __int128>(a) * b;
+    __extension__ typedef unsigned __int128 uint128;  // __extension__: no -Wpedantic warning
+    const uint128 p = static_cast<uint128>(a) * b;
     return static_cast<uint64_t>(p) ^ static_cast<uint64_t>(p >> 64);
 #else
     const uint64_t lo_lo = (a & 0xFFFFFFFFull) * (b & 0xFFFFFFFFull);
