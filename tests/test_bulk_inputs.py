@@ -256,10 +256,11 @@ def test_s_arrays_property(values, extra_width, step):
     step=st.sampled_from([1, 1, 1, 2]),
 )
 def test_short_s_arrays_property(values, extra_width, step):
-    # Contiguous 'S' arrays up to 32 bytes wide are hashed by the core's vector kernel, which reads
-    # each item as a 32-byte row (the next items' bytes, or the array's end, lie inside it) and
-    # finds the length in the row; items of exactly 32 bytes and the last rows of the array take
-    # the scalar path.
+    # XXH64 filters: contiguous 'S' arrays up to 32 bytes wide are hashed by the core's vector
+    # kernel, which reads each item as a 32-byte row (the next items' bytes, or the array's end,
+    # lie inside it) and finds the length in the row; items of exactly 32 bytes and the last rows
+    # of the array take the scalar path. XXH3 filters: the items' lengths, then the block hash by
+    # length class.
     width = min(max([len(v) for v in values] + [1]) + extra_width, 32)
     view = np.array(values, dtype=f"S{width}")[::step]
     check_bulk_equals_scalar(lambda: view, [bytes(x) for x in view])
@@ -474,6 +475,19 @@ def test_arrow_binary_exact_buffers_property(keys, large, start):
         [None, pa.py_buffer(offsets.tobytes()), pa.py_buffer(b"".join(keys))],
     ).slice(min(start, len(keys)))
     check_bulk_equals_scalar(lambda: arr, arr.to_pylist())
+
+
+def test_every_key_length_through_arrow_and_s_arrays():
+    # Keys of every length from 0 to 40 bytes, twice over (82 keys: several blocks of 32). XXH3
+    # filters sort each block's keys by length class (9-16, 17-32, other) before hashing them, so
+    # every class boundary must be met through every packed source. No byte is NUL, so NumPy 'S'
+    # keeps every key whole.
+    keys = [bytes((7 * i + j) % 251 + 1 for j in range(n)) for i, n in enumerate(list(range(41)) * 2)]
+    check_bulk_equals_scalar(lambda: pa.array(keys, type=pa.binary()), keys)
+    check_bulk_equals_scalar(lambda: pa.array(keys, type=pa.large_binary()), keys)
+    check_bulk_equals_scalar(lambda: np.array(keys, dtype="S40"), keys)
+    short = [k for k in keys if len(k) <= 32]
+    check_bulk_equals_scalar(lambda: np.array(short, dtype="S32"), short)
 
 
 # ---- pandas -------------------------------------------------------------------------------------
