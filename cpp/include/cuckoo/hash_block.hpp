@@ -1,6 +1,7 @@
 // XXH64 of a block of short byte keys at once: what bulk loops over string columns (Arrow
 // binary/string arrays, NumPy 'S' arrays) use to hash their keys in filters of hash algorithm 1
-// (XXH64; filters of algorithm 2, XXH3, hash key by key: see the end of this file).
+// (XXH64; filters of algorithm 2, XXH3, sort a block's keys by length class and hash each class in
+// its own scalar loop: see xxh3_bytes_block at the end of this file).
 //
 // Why: the XXH64 of one key of 8 to 31 bytes is a chain of up to 19 dependent 64-bit multiplies
 // and ~130 instructions; hashed one key at a time it cost more than the whole lookup of an
