@@ -993,6 +993,67 @@ TEST_CASE(lookup_kernel_passes_equal_contains_hash) {
 #endif
 }
 
+// The AVX2 count kernel, both ways (without prefetches as for cache-resident tables, with them
+// as for larger ones: chosen here by the table size it is told), counts exactly like count_hash:
+// every (b, f) the kernel reads, keys stored up to three times, batch lengths around the block
+// size, both output types; a stopped batch reports the keys done and writes nothing past them.
+TEST_CASE(count_kernel_equals_count_hash) {
+#if CUCKOO_X86_DISPATCH
+    if (!cuckoo::kernels::use_avx2()) return;
+    cktest::Rng rng(54);
+    for (unsigned b : kBucketSizes) {
+        for (unsigned f = cuckoo::kMinFingerprintBits; f <= cuckoo::kMaxFingerprintBits; ++f) {
+            const uint64_t m = 1024;
+            Filter fl(m, b, f, 500, 29);
+            const cuckoo::TableProbe probe = fl.table().probe();
+            const bool readable = probe.with_shape([](auto shape) { return cuckoo::lookup_kernel_reads(decltype(shape)::value); });
+            if (!readable) continue;
+            // Key i is stored 1 + i % 3 times, up to ~80% load (b = 2 fills up earlier; small f
+            // also gives chance collisions, which count too).
+            const std::vector<uint64_t> stored = distinct_keys(m * b * 4 / 10, f);
+            for (uint64_t i = 0; i < stored.size(); ++i)
+                for (uint64_t copy = 0; copy <= i % 3; ++copy) fl.insert_hash(fl.hash_int(stored[i]));
+            CHECK(fl.size() > m * b / 2);
+            for (uint64_t n : {0u, 1u, 3u, 31u, 32u, 33u, 64u, 65u, 97u, 1000u}) {
+                cktest::context() = params(m, b, f) + " n=" + std::to_string(n);
+                std::vector<uint64_t> keys(n);
+                for (uint64_t& k : keys) k = rng.below(3) ? stored[rng.below(stored.size())] : rng.next();
+                IntKeys source{&fl, &keys};
+                auto never = [] { return false; };
+                for (uint64_t table_bytes : {fl.table_bytes(), cuckoo::kTwoPassMinBytes + 1}) {
+                    std::vector<uint8_t> counts8(n + 1, 77);
+                    std::vector<uint32_t> counts32(n + 1, 77);
+                    std::vector<uint8_t> partial(n, 99);
+                    const uint64_t expected_done = std::min<uint64_t>(n, 2 * cuckoo::kBatchBlock);
+                    unsigned polls = 0;
+                    auto stop = [&] { return ++polls >= 3; };  // stops at the third poll: two blocks done
+                    probe.with_shape([&](auto shape) {
+                        constexpr cuckoo::BucketShape kShape = decltype(shape)::value;
+                        if constexpr (cuckoo::lookup_kernel_reads(kShape)) {
+                            using cuckoo::kernels::count_batch_avx2;
+                            CHECK_EQ(count_batch_avx2<kShape>(fl.locator(), probe, table_bytes, n, source, counts8.data(), never), n);
+                            CHECK_EQ(count_batch_avx2<kShape>(fl.locator(), probe, table_bytes, n, source, counts32.data(), never), n);
+                            CHECK_EQ(count_batch_avx2<kShape>(fl.locator(), probe, table_bytes, n, source, partial.data(), stop),
+                                     expected_done);
+                        }
+                        return 0;
+                    });
+                    for (uint64_t i = 0; i < n; ++i) {
+                        const unsigned expected = fl.count_hash(fl.hash_int(keys[i]));
+                        CHECK_EQ(counts8[i], expected);
+                        CHECK_EQ(counts32[i], expected);
+                        if (i < expected_done) CHECK_EQ(partial[i], expected);
+                        else CHECK_EQ(partial[i], 99);
+                    }
+                    CHECK_EQ(counts8[n], 77);  // nothing written past n
+                    CHECK_EQ(counts32[n], 77u);
+                }
+            }
+        }
+    }
+#endif
+}
+
 TEST_CASE(block_hash_equals_hash_u64) {
     cktest::Rng rng(51);
     uint64_t values[cuckoo::kBatchBlock], out[cuckoo::kBatchBlock];

@@ -346,6 +346,12 @@ protected:
 
     template <BucketShape Shape, class HashAt, class Out, class Stop>
     uint64_t count_loop(const TableProbe probe, uint64_t n, HashAt& hash_at, Out* out, Stop& should_stop) const {
+#if CUCKOO_X86_DISPATCH
+        if constexpr (lookup_kernel_reads(Shape)) {
+            if (kernels::use_avx2())
+                return kernels::count_batch_avx2<Shape>(locator(), probe, table_bytes(), n, hash_at, out, should_stop);
+        }
+#endif
         return for_each_located(n, hash_at, should_stop, [&](uint64_t j, const LocatedBlock& b, unsigned x) {
             out[j] = static_cast<Out>(probe.pair_count<Shape>(b.bit1[x], b.bit2[x], probe.pattern_of(b.fp[x])));
             return true;

@@ -26,6 +26,11 @@
 //
 // Results are exactly those of Locator::locate followed by TableProbe::either_contains (the C++
 // tests compare them on every f and bucket size that reaches this kernel, both ways).
+//
+// Counts (count_batch_avx2, at the end) reuse the locate and compare steps: 8.2 against 14.2 ns a
+// key with the generic loop at 10^6 keys, 30-31 against 40-41 at 6*10^7 (C++, uint64 keys, 50%
+// present, min of 3 to 11 alternating runs on the development machine). Prefetching two or three
+// blocks ahead instead of one measured the same within noise at 6*10^7.
 #pragma once
 
 #include <algorithm>
@@ -130,11 +135,15 @@ CUCKOO_AVX2 __m256i bucket_words4(const unsigned char* data, __m256i bits, __m25
 CUCKOO_AVX2 __m256i lane_carries(const LookupConstants& c, __m256i v) {
     return _mm256_or_si256(_mm256_add_epi64(_mm256_and_si256(v, c.lane_low), c.lane_low), v);
 }
+// The high bit of each zero lane of v, given carries(v): TableProbe::zero_lanes on four words.
+CUCKOO_AVX2 __m256i zero_lanes4(const LookupConstants& c, __m256i carries) {
+    return _mm256_andnot_si256(carries, c.lane_high);
+}
 // Bit i: whether word i of carries(v) has a zero lane (its key's fingerprint is there).
 CUCKOO_AVX2 uint32_t found4(const LookupConstants& c, __m256i carries) {
-    const __m256i none = _mm256_andnot_si256(carries, c.lane_high);  // zero: a lane matched
+    const __m256i matched = zero_lanes4(c, carries);  // zero: no lane matched
     const unsigned absent = static_cast<unsigned>(
-        _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpeq_epi64(none, _mm256_setzero_si256()))));
+        _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpeq_epi64(matched, _mm256_setzero_si256()))));
     return ~absent & 0xFu;
 }
 // The four words of a bucket array, XORed with the keys' patterns.
@@ -277,6 +286,61 @@ __attribute__((target("avx2"))) uint64_t lookup_two_pass_avx2(const Locator& loc
             b.missing = ~b.found & (b.len == kBatchBlock ? ~0u : (1u << b.len) - 1);
             for (uint32_t m = b.missing; m; m &= m - 1) probe.prefetch_bit(b.at.bit2[ctz64(m)]);
         }
+    }
+    return n;
+}
+
+// out[x] = how many lanes of key x's two buckets hold its fingerprint (TableProbe::pair_count),
+// for x < len.
+template <BucketShape Shape, class Out>
+CUCKOO_AVX2 void count_both(const LookupConstants& c, const unsigned char* data, const LocatedLanes& at, unsigned len,
+                            Out* out) {
+    const __m256i all = _mm256_set1_epi64x(-1);
+    alignas(32) uint64_t matched[4];
+    for (unsigned x = 0; x < len; x += 4) {
+        const __m256i mx = zero_lanes4(c, lane_carries(c, compared4<Shape>(data, at.bit1 + x, at.pattern + x, all)));
+        const __m256i my = zero_lanes4(c, lane_carries(c, compared4<Shape>(data, at.bit2 + x, at.pattern + x, all)));
+        // As in pair_count: the match bits of bucket 2 moved down a bit never meet those of bucket
+        // 1 (f >= 4), so one popcount a key counts both. AVX2 has no vector popcount.
+        _mm256_store_si256(reinterpret_cast<__m256i*>(matched), _mm256_or_si256(mx, _mm256_srli_epi64(my, 1)));
+        const unsigned keys = std::min(4u, len - x);
+        for (unsigned l = 0; l < keys; ++l) out[x + l] = static_cast<Out>(popcount64(matched[l]));
+    }
+}
+
+// Filter::count_batch for one-load buckets: same contract (returns the keys done; polls
+// should_stop between blocks). A count needs both buckets of every key, so there is no second
+// pass to save; tables larger than the caches get a prefetch distance of one block instead:
+// block k is located and both its buckets requested while block k - 1 is counted. (Cache-
+// resident tables skip the prefetches, as lookup_one_pass_avx2 does, for the same reason.)
+template <BucketShape Shape, class HashAt, class Out, class Stop>
+__attribute__((target("avx2"))) uint64_t count_batch_avx2(const Locator& loc, const TableProbe& probe_ref,
+                                                          uint64_t table_bytes, uint64_t n, HashAt& hash_at, Out* out,
+                                                          Stop& should_stop) {
+    const TableProbe probe = probe_ref;  // a local copy: see lookup_two_pass_avx2
+    const LookupConstants c = lookup_constants(loc, probe);
+    const bool prefetch = table_bytes > kTwoPassMinBytes;
+    alignas(32) uint64_t hash[kBatchBlock];
+    LocatedLanes ring[2];
+    unsigned lens[2] = {0, 0};
+    const uint64_t blocks = (n + kBatchBlock - 1) / kBatchBlock;
+    for (uint64_t k = 0; k <= blocks; ++k) {
+        if (k >= 1 && should_stop()) return (k - 1) * kBatchBlock;
+        if (k < blocks) {  // locate block k (and request its buckets)
+            LocatedLanes& at = ring[k & 1];
+            const uint64_t start = k * kBatchBlock;
+            const unsigned len = lens[k & 1] = static_cast<unsigned>(std::min<uint64_t>(kBatchBlock, n - start));
+            hash_keys(hash_at, start, len, hash);
+            locate_lanes(c, hash, len, at);
+            if (prefetch) {
+                for (unsigned x = 0; x < len; ++x) {
+                    probe.prefetch_bit(at.bit1[x]);
+                    probe.prefetch_bit(at.bit2[x]);
+                }
+            }
+        }
+        if (k >= 1)  // count block k - 1
+            count_both<Shape>(c, probe.data, ring[(k - 1) & 1], lens[(k - 1) & 1], out + (k - 1) * kBatchBlock);
     }
     return n;
 }
