@@ -163,6 +163,50 @@ KeyBatch batch_of_buffer(const cuckoo::KeyHasher& f, const py::handle& keys) {
     return b;
 }
 
+template <class Offset>
+Offset offset_at(const unsigned char* offsets, uint64_t k) {
+    Offset o;
+    std::memcpy(&o, offsets + sizeof(Offset) * k, sizeof o);
+    return o;
+}
+
+// Whether `count` >= 1 offsets keep every key inside data of `limit` bytes: the first is >= 0,
+// the last <= limit, and none is below the one before it. Branch-free inside chunks, so that it
+// vectorizes: the scalar loop with an early exit at each offset cost ~1.2 ns a key, a tenth of a
+// lookup of Arrow string keys at 10^6 keys; this one ~0.35 (int32) and ~0.5 (int64) ns.
+template <class Offset>
+bool offsets_inside(const unsigned char* offsets, uint64_t count, int64_t limit) {
+    if (offset_at<Offset>(offsets, 0) < 0 || offset_at<Offset>(offsets, count - 1) > limit) return false;
+    using Bits = std::make_unsigned_t<Offset>;
+    constexpr uint64_t kChunk = 4096;
+    for (uint64_t start = 0; start + 1 < count; start += kChunk) {
+        const uint64_t end = std::min(count - 1, start + kChunk);
+        Bits decreasing = 0;
+        for (uint64_t k = start; k < end; ++k) {
+            const Bits a = static_cast<Bits>(offset_at<Offset>(offsets, k));
+            const Bits b = static_cast<Bits>(offset_at<Offset>(offsets, k + 1));
+            // The sign bit of this is set iff b < a as signed numbers (Hacker's Delight, chapter 2; no
+            // overflow); written in unsigned arithmetic because SSE2 has no signed 64-bit compare.
+            const Bits diff = b - a;
+            decreasing |= diff ^ ((b ^ a) & (diff ^ b));
+        }
+        if (decreasing >> (8 * sizeof(Bits) - 1)) return false;
+    }
+    return true;
+}
+
+// The first offset that offsets_inside rejects (for the error message; only called when it did).
+template <class Offset>
+uint64_t first_offset_outside(const unsigned char* offsets, uint64_t count, int64_t limit) {
+    int64_t prev = 0;
+    for (uint64_t k = 0; k < count; ++k) {
+        const int64_t o = offset_at<Offset>(offsets, k);
+        if (o < prev || o > limit) return k;
+        prev = o;
+    }
+    return count - 1;
+}
+
 // Arrow-style variable-width keys: offsets (int32 or int64, n + 1 of them) into data (bytes).
 KeyBatch batch_of_var_binary(const py::handle& offsets_obj, const py::handle& data_obj) {
     py::buffer_info offs = py::reinterpret_borrow<py::buffer>(offsets_obj).request();
@@ -180,20 +224,18 @@ KeyBatch batch_of_var_binary(const py::handle& offsets_obj, const py::handle& da
     b.var_data = static_cast<const unsigned char*>(data.ptr);
     b.var_data_size = static_cast<uint64_t>(data.shape[0]);
     // Validate before the loop reads anything: never read outside `data`.
+    const uint64_t count = b.size + 1;
     const int64_t limit = static_cast<int64_t>(data.shape[0]);
-    int64_t prev = 0;
-    for (uint64_t k = 0; k <= b.size; ++k) {
-        int64_t o;
-        if (b.offset_width == 4) {
-            int32_t v;
-            std::memcpy(&v, b.var_offsets + 4 * k, 4);
-            o = v;
-        } else {
-            std::memcpy(&o, b.var_offsets + 8 * k, 8);
-        }
-        if (o < 0 || o > limit || (k > 0 && o < prev))
-            throw py::value_error("invalid offsets: offset " + std::to_string(k) + " is out of order or past the data");
-        prev = o;
+    bool valid;
+    {
+        py::gil_scoped_release nogil;  // a pass over every offset: other threads may run meanwhile
+        valid = b.offset_width == 4 ? offsets_inside<int32_t>(b.var_offsets, count, limit)
+                                    : offsets_inside<int64_t>(b.var_offsets, count, limit);
+    }
+    if (!valid) {
+        const uint64_t k = b.offset_width == 4 ? first_offset_outside<int32_t>(b.var_offsets, count, limit)
+                                               : first_offset_outside<int64_t>(b.var_offsets, count, limit);
+        throw py::value_error("invalid offsets: offset " + std::to_string(k) + " is out of order or past the data");
     }
     b.held.push_back(std::move(offs));
     b.held.push_back(std::move(data));

@@ -477,6 +477,59 @@ def test_arrow_binary_exact_buffers_property(keys, large, start):
     check_bulk_equals_scalar(lambda: arr, arr.to_pylist())
 
 
+def _first_bad_offset(offsets: np.ndarray, data_size: int) -> int:
+    prev = 0
+    for k, o in enumerate(offsets.tolist()):
+        if o < prev or o > data_size:
+            return k
+        prev = o
+    raise AssertionError("the offsets are valid")
+
+
+_OFFSET_DAMAGE = {
+    "first_offset_negative": lambda o, n: o.__setitem__(0, -1),
+    "a_middle_offset_decreases": lambda o, n: o.__setitem__(n // 2, o[n // 2 - 1] - 1),
+    "an_offset_is_the_most_negative": lambda o, n: o.__setitem__(n // 2, np.iinfo(o.dtype).min),
+    "an_offset_past_the_data": lambda o, n: o.__setitem__(n // 3, o[-1] + 1),
+    "last_offset_past_the_data": lambda o, n: o.__setitem__(n, o[n] + 1),
+    "a_decrease_at_the_end_of_a_chunk_of_the_check": lambda o, n: o.__setitem__(4096, o[4095] - 1),
+}
+
+
+@pytest.mark.parametrize("large", [False, True])
+@pytest.mark.parametrize("damage", sorted(_OFFSET_DAMAGE))
+def test_arrow_offsets_outside_the_data_are_rejected(damage, large, monkeypatch):
+    # Offsets that point outside the data are caught before any key is read (never read outside a
+    # buffer): the error names the first bad offset and the filter is left unchanged. Arrow checks
+    # the first and last offsets of an array built from raw buffers itself, but not the others, so
+    # the (offsets, data) pair is handed over directly here, as _inputs makes it from an Arrow
+    # column; the middle cases also go through a real Arrow array below.
+    from cuckoo import _inputs
+
+    n = 9000  # more than two chunks of 4096 offsets in the vectorized check
+    keys = [b"k%05d" % i + b"x" * (i % 20) for i in range(n)]
+    data = b"".join(keys)
+    offsets = np.cumsum([0] + [len(k) for k in keys], dtype=np.int64 if large else np.int32)
+    _OFFSET_DAMAGE[damage](offsets, n)
+    message = f"invalid offsets: offset {_first_bad_offset(offsets, len(data))} is out of order or past the data"
+    f = cuckoo.Filter(4 * n)
+    f.add_many(keys[:100])
+    before = f.to_bytes()
+    calls = (f.add_many, f.contains_many, f.add_unique_many, f.discard_many, f.count_many)
+    if damage not in ("first_offset_negative", "last_offset_past_the_data"):
+        arr = pa.Array.from_buffers(
+            pa.large_binary() if large else pa.binary(), n, [None, pa.py_buffer(offsets.tobytes()), pa.py_buffer(data)]
+        )
+        for call in calls:
+            with pytest.raises(ValueError, match=message):
+                call(arr)
+    monkeypatch.setattr(_inputs, "_arrow_parts", lambda arr: [(offsets, np.frombuffer(data, dtype=np.uint8))])
+    for call in calls:
+        with pytest.raises(ValueError, match=message):
+            call(pa.array([b"routed to the Arrow path"]))
+    assert f.to_bytes() == before
+
+
 def test_every_key_length_through_arrow_and_s_arrays():
     # Keys of every length from 0 to 40 bytes, twice over (82 keys: several blocks of 32). XXH3
     # filters sort each block's keys by length class (9-16, 17-32, other) before hashing them, so
