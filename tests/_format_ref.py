@@ -10,6 +10,7 @@ checksum get exercised too).
 from __future__ import annotations
 
 import functools
+import operator
 import struct
 from typing import Any, Dict, List
 
@@ -186,14 +187,17 @@ def xxh3_64(data: bytes, seed: int = 0) -> int:
 
 
 def key_bytes(key: Any) -> bytes:
-    if isinstance(key, int):
-        return (key & M64).to_bytes(8, "little")
+    """The bytes a key is hashed as: an integer's (Python or NumPy) 64-bit two's-complement word,
+    little-endian; a str's UTF-8; a bytes-like object's content."""
     if isinstance(key, str):
         return key.encode("utf-8")
+    if hasattr(key, "__index__"):
+        return (operator.index(key) & M64).to_bytes(8, "little")
     return bytes(key)
 
 
 def mix64(x: int) -> int:
+    """The SplitMix64 finaliser."""
     x ^= x >> 30
     x = (x * 0xBF58476D1CE4E5B9) & M64
     x ^= x >> 27
@@ -203,6 +207,8 @@ def mix64(x: int) -> int:
 
 
 def alt_index(index: int, fp: int, bucket_count: int) -> int:
+    """Reflect the block of 8 buckets about hb(fp) modulo the block count; XOR the offset inside
+    the block with ho(fp) in [1, 7]."""
     blocks = bucket_count >> 3
     g = mix64(fp)
     hb = ((g & 0xFFFFFFFF) * blocks) >> 32
@@ -223,11 +229,15 @@ def key_hash(key: Any, seed: int, hash_algorithm: str = "xxh3") -> int:
     raise ValueError(f"unknown hash algorithm {hash_algorithm!r}")
 
 
-def bucket_indices(key: Any, seed: int, bucket_count: int, fingerprint_bits: int, hash_algorithm: str = "xxh3") -> tuple:
-    h = key_hash(key, seed, hash_algorithm)
+def locate(h: int, bucket_count: int, fingerprint_bits: int) -> tuple:
+    """(i1, i2, fp) of a key hash: i1 from the low 32 bits, fp in [1, 2^f - 1] from the high 32."""
     i1 = ((h & 0xFFFFFFFF) * bucket_count) >> 32
     fp = 1 + (((h >> 32) * ((1 << fingerprint_bits) - 1)) >> 32)
     return (i1, alt_index(i1, fp, bucket_count), fp)
+
+
+def bucket_indices(key: Any, seed: int, bucket_count: int, fingerprint_bits: int, hash_algorithm: str = "xxh3") -> tuple:
+    return locate(key_hash(key, seed, hash_algorithm), bucket_count, fingerprint_bits)
 
 
 # ---- version-1 layout ---------------------------------------------------------------------------

@@ -148,48 +148,12 @@ def test_sanity_vectors_cover_every_code_path():
 # ---- index and fingerprint derivation, from filter.hpp / hash.hpp -----------------------------
 
 
-def key_bytes(key) -> bytes:
-    """The bytes a key is hashed as: an int's 64-bit two's-complement word, little-endian; a str's
-    UTF-8; a bytes-like object's content."""
-    if isinstance(key, (int, np.integer)):
-        return (int(key) & M64).to_bytes(8, "little")
-    if isinstance(key, str):
-        return key.encode("utf-8")
-    return bytes(key)
-
-
-def mix64(x: int) -> int:
-    """The SplitMix64 finaliser."""
-    x ^= x >> 30
-    x = (x * 0xBF58476D1CE4E5B9) & M64
-    x ^= x >> 27
-    x = (x * 0x94D049BB133111EB) & M64
-    x ^= x >> 31
-    return x
-
-
-def ref_alt_index(index: int, fp: int, bucket_count: int) -> int:
-    """Reflect the block of 8 buckets about hb(fp) modulo the block count; XOR the offset inside
-    the block with ho(fp) in [1, 7]."""
-    blocks = bucket_count >> 3
-    g = mix64(fp)
-    hb = ((g & M32) * blocks) >> 32
-    ho = 1 + (((g >> 32) * 7) >> 32)
-    return (((hb - (index >> 3)) % blocks) << 3) | ((index & 7) ^ ho)
-
-
-def ref_locate(h: int, bucket_count: int, fingerprint_bits: int):
-    fp = 1 + (((h >> 32) * ((1 << fingerprint_bits) - 1)) >> 32)
-    i1 = ((h & M32) * bucket_count) >> 32
-    return i1, ref_alt_index(i1, fp, bucket_count), fp
-
-
-def ref_hash(key, seed: int, hash_algorithm: str) -> int:
-    return (xxh3_64 if hash_algorithm == "xxh3" else xxh64)(key_bytes(key), seed)
-
-
-def ref_bucket_indices(key, seed: int, bucket_count: int, fingerprint_bits: int, hash_algorithm: str = "xxh3"):
-    return ref_locate(ref_hash(key, seed, hash_algorithm), bucket_count, fingerprint_bits)
+# The reference derivation lives in tests/_format_ref.py, next to the file-format reference that
+# uses it too.
+from _format_ref import alt_index as ref_alt_index  # noqa: E402
+from _format_ref import bucket_indices as ref_bucket_indices  # noqa: E402
+from _format_ref import key_hash as ref_hash  # noqa: E402
+from _format_ref import locate as ref_locate  # noqa: E402
 
 
 # ---- keys --------------------------------------------------------------------------------------
