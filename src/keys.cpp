@@ -163,13 +163,6 @@ KeyBatch batch_of_buffer(const cuckoo::KeyHasher& f, const py::handle& keys) {
     return b;
 }
 
-template <class Offset>
-Offset offset_at(const unsigned char* offsets, uint64_t k) {
-    Offset o;
-    std::memcpy(&o, offsets + sizeof(Offset) * k, sizeof o);
-    return o;
-}
-
 // Whether `count` >= 1 offsets keep every key inside data of `limit` bytes: the first is >= 0,
 // the last <= limit, and none is below the one before it. Branch-free inside chunks, so that it
 // vectorizes: the scalar loop with an early exit at each offset cost ~1.2 ns a key, a tenth of a

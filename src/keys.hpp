@@ -250,6 +250,14 @@ struct PaddedBytesKeys {
     }
 };
 
+// Offset k of an Arrow offsets buffer (int32 or int64; the buffer may be unaligned).
+template <class Offset>
+Offset offset_at(const unsigned char* offsets, uint64_t k) {
+    Offset o;
+    std::memcpy(&o, offsets + sizeof(Offset) * k, sizeof o);
+    return o;
+}
+
 // Arrow-style keys (offsets of type Offset into a data buffer) as a key source: key k is
 // data[offsets[k] .. offsets[k + 1]). hash_block hashes a block at once with the core's vector
 // kernel, which may read up to 32 bytes from a key's start but never past the data buffer.
@@ -260,11 +268,7 @@ struct VarBinaryKeys {
     const unsigned char* data;
     const unsigned char* data_end;
 
-    Offset offset(uint64_t k) const {
-        Offset o;
-        std::memcpy(&o, offsets + sizeof(Offset) * k, sizeof o);
-        return o;
-    }
+    Offset offset(uint64_t k) const { return offset_at<Offset>(offsets, k); }
     uint64_t operator()(uint64_t k) const {
         const Offset begin = offset(k);
         return hasher.hash_key(data + begin, static_cast<size_t>(offset(k + 1) - begin));
