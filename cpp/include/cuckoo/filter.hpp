@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "cuckoo/evict.hpp"
 #include "cuckoo/hash.hpp"
 #include "cuckoo/locate.hpp"
 #include "cuckoo/lookup_avx2.hpp"
@@ -426,78 +427,26 @@ protected:
         return true;
     }
 
-    // Breadth-first search for the shortest chain of moves freeing a slot in i1 or i2. Node n is a
-    // full bucket reached by moving fingerprint `slot` of bucket nodes[parent] to its alternate.
-    // The search goes level by level: all buckets of the next level are prefetched before any is
-    // examined, so a level costs about one memory latency, not one per bucket. A bucket is not
-    // re-entered on its own path, so a chain never touches a bucket twice; the chain is applied
-    // from its end (each fingerprint is copied before its old slot is reused), so at no moment
-    // is a stored fingerprint missing. At most max_kicks buckets are examined.
-    struct SearchNode {
-        uint64_t bucket;
-        int32_t parent;
-        uint32_t slot;  // slot of the parent bucket whose fingerprint moves into `bucket`
+    // The breadth-first eviction search (cuckoo/evict.hpp) over this filter's table.
+    struct EvictTable {
+        PackedTable& t;
+        unsigned slots_per_bucket() const noexcept { return t.bucket_size(); }
+        uint32_t tag(uint64_t bucket, unsigned slot) const noexcept { return t.get(bucket, slot); }
+        int empty_slot(uint64_t bucket) const noexcept { return t.find_slot(bucket, 0); }
+        void move(uint64_t from, unsigned from_slot, uint64_t to, unsigned to_slot) noexcept {
+            t.set(to, to_slot, t.get(from, from_slot));
+        }
+        void prefetch(uint64_t bucket) const noexcept { t.prefetch(bucket); }
     };
 
     bool evict_search(const KeyHash& k) {
-        std::vector<SearchNode>& nodes = search_nodes_;
-        nodes.clear();
-        nodes.push_back({k.i1, -1, 0});
-        nodes.push_back({k.i2, -1, 0});
-        const unsigned b = bucket_size();
-        const TableProbe probe = table_.probe();
-        const Locator loc = locator();
-        uint64_t budget = max_kicks_;
-        size_t level_begin = 0;
-        while (budget > 0 && level_begin < nodes.size()) {
-            const size_t level_end = nodes.size();
-            // Expand the level: every slot of every bucket gives one candidate bucket.
-            for (size_t n = level_begin; n < level_end && nodes.size() - level_end < budget; ++n) {
-                const uint64_t bucket = nodes[n].bucket;
-                for (unsigned s = 0; s < b && nodes.size() - level_end < budget; ++s) {
-                    const uint64_t child = loc.alt_index(bucket, table_.get(bucket, s));
-                    if (on_path(static_cast<int32_t>(n), child)) continue;
-                    probe.prefetch(child);
-                    nodes.push_back({child, static_cast<int32_t>(n), s});
-                }
-            }
-            if (nodes.size() == level_end) break;
-            budget -= nodes.size() - level_end;
-            // Examine it: the first candidate with an empty slot ends the search.
-            for (size_t c = level_end; c < nodes.size(); ++c) {
-                ++stats_.buckets_searched;
-                const int empty = table_.find_slot(nodes[c].bucket, 0);
-                if (empty >= 0) {
-                    apply_chain(nodes[c].parent, nodes[c].slot, nodes[c].bucket, static_cast<unsigned>(empty), k.fp);
-                    return true;
-                }
-            }
-            level_begin = level_end;
-        }
-        return false;
-    }
-
-    bool on_path(int32_t node, uint64_t bucket) const noexcept {
-        for (; node >= 0; node = search_nodes_[node].parent)
-            if (search_nodes_[node].bucket == bucket) return true;
-        return false;
-    }
-
-    void apply_chain(int32_t node, unsigned slot, uint64_t dest, unsigned dest_slot, uint32_t fp) {
-        uint64_t moves = 0;
-        while (true) {
-            const uint64_t src = search_nodes_[node].bucket;
-            table_.set(dest, dest_slot, table_.get(src, slot));
-            ++moves;
-            dest = src;
-            dest_slot = slot;
-            if (search_nodes_[node].parent < 0) break;
-            slot = search_nodes_[node].slot;
-            node = search_nodes_[node].parent;
-        }
-        stats_.moves += moves;
+        EvictTable table{table_};
+        const EvictResult r = cuckoo::evict_search(table, locator(), k.i1, k.i2, max_kicks_, search_nodes_);
+        stats_.buckets_searched += r.buckets_searched;
+        if (!r.found) return false;
+        stats_.moves += r.moves;
         ++stats_.kicked_inserts;
-        place(dest, dest_slot, fp);
+        return place(r.bucket, r.slot, k.fp);
     }
 
     void init_derived() {
@@ -513,7 +462,7 @@ protected:
     uint64_t count_ = 0;
     uint64_t block_count_ = 0;
     InsertStats stats_;
-    std::vector<SearchNode> search_nodes_;
+    std::vector<EvictNode> search_nodes_;
 };
 
 }  // namespace cuckoo
