@@ -1,0 +1,867 @@
+// cuckoo::Store: an exact key-value store on a partial-key cuckoo index over an append-only log
+// (the design the filter descends from; docs/store.md).
+//
+//   index: buckets of 4 slots, each a 16-bit tag and a 32-bit log offset (in units of 8 bytes).
+//          A key's hash gives its first bucket and its tag exactly as a filter's key gives its
+//          bucket and fingerprint (cuckoo/locate.hpp); the second bucket is alt(i1, tag).
+//   get:   every slot of the two buckets whose tag matches points to a record; the record's key
+//          is read from the log and compared, so the answer is exact. A tag match on an absent
+//          key costs one log read, with probability about 8 / 2^tag_bits per lookup.
+//   put:   looks the key up first (a second copy of a key would break eviction and growth),
+//          appends the record, and points the slot at it (a new key is placed with the
+//          filter's breadth-first eviction search, cuckoo/evict.hpp).
+//   del:   appends a tombstone and frees the slot.
+//   grow:  above 94% load the index is rebuilt 1.5 times larger, re-placing every entry from
+//          its key, read from the log in offset order. 1.5 and not 2: right after a doubling
+//          the index would hold 6 bytes / 0.47 = 12.8 bytes per key; after 1.5x, 9.5.
+//   stash: an entry that finds no room (only possible far below 94% load with adversarial keys
+//          or very short test tags) goes to a hash map keyed by the full 64-bit hash, so no
+//          insert ever fails and growth never chases keys that no table size separates.
+//
+// Bulk operations work on chunks of keys with their hashes: probe the index for all of them,
+// sort the tag matches by log offset, then read and compare the records in one forward pass over
+// the log (releasing the pages behind it), and finally apply the changes in key order. The
+// answers equal the scalar operations applied one by one.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "cuckoo/evict.hpp"
+#include "cuckoo/hash.hpp"
+#include "cuckoo/locate.hpp"
+#include "cuckoo/store_log.hpp"
+
+namespace cuckoo {
+
+struct KeySpan {
+    const unsigned char* data;
+    uint64_t len;
+};
+
+struct StoreBucket {
+    uint16_t tag[4];  // 0: empty slot
+    uint32_t unit[4];  // record offset / 8
+};
+static_assert(sizeof(StoreBucket) == 24, "a store bucket is 24 bytes");
+
+// LSD radix sort of 64-bit values by their low `key_bytes` bytes (the payload rides above).
+inline void radix_sort_u64(std::vector<uint64_t>& v, unsigned key_bytes) {
+    std::vector<uint64_t> tmp(v.size());
+    for (unsigned pass = 0; pass < key_bytes; ++pass) {
+        const unsigned shift = 8 * pass;
+        size_t count[257] = {0};
+        for (uint64_t x : v) ++count[((x >> shift) & 0xFF) + 1];
+        for (int i = 0; i < 256; ++i) count[i + 1] += count[i];
+        for (uint64_t x : v) tmp[count[(x >> shift) & 0xFF]++] = x;
+        v.swap(tmp);
+    }
+}
+
+struct StoreStats {
+    uint64_t live = 0;           // keys
+    uint64_t log_bytes = 0;      // size of the log
+    uint64_t live_bytes = 0;     // bytes of the records of live keys
+    uint64_t index_bytes = 0;    // memory of the index (table and stash)
+    uint64_t bucket_count = 0;
+    uint64_t stash = 0;          // entries in the stash
+    uint64_t lookups = 0;        // keys looked up (every get, put, delete, bulk key)
+    uint64_t log_reads = 0;      // records read to verify a tag match
+    uint64_t grows = 0;
+    uint64_t recovered_bytes = 0;   // torn or corrupt tail cut off (writer) or ignored (reader) at open
+    uint64_t recovered_at = 0;      // offset of the first bad record, if any
+    uint64_t replayed_records = 0;  // records read from the log at open (0 with a full snapshot)
+    bool snapshot_used = false;
+    std::string snapshot_note;  // why a snapshot was not used
+};
+
+class Store {
+public:
+    struct Options {
+        uint64_t seed = 0;
+        HashAlgorithm algorithm = HashAlgorithm::xxh3;
+        unsigned tag_bits = 16;  // fewer only to test verification (1..16)
+        bool readonly = false;
+        unsigned max_kicks = 500;
+        uint64_t log_id = 0;  // identity of a new log (random, from the caller)
+    };
+    static constexpr uint64_t kNone = ~uint64_t(0);
+    static constexpr double kMaxLoad = 0.94;
+
+    // Opens or creates the store at `path`.
+    static std::unique_ptr<Store> open(const std::string& path, const Options& o) {
+        std::unique_ptr<Store> s(new Store(o));
+        s->log_.open_path(path, !o.readonly, s->fresh_header(o));
+        s->after_open(path);
+        return s;
+    }
+    // A store on an empty, read-write file descriptor (an anonymous temporary file).
+    static std::unique_ptr<Store> on_fd(int fd, const Options& o) {
+        std::unique_ptr<Store> s(new Store(o));
+        s->log_.open_fd(fd, s->fresh_header(o));
+        s->after_open("");
+        return s;
+    }
+
+    // ---- properties ----
+    uint64_t size() const noexcept { return count_ + stash_.size(); }
+    const LogHeader& header() const noexcept { return log_.header(); }
+    KeyHasher hasher() const noexcept { return KeyHasher{log_.header().seed, log_.header().algorithm}; }
+    bool writable() const noexcept { return log_.writable(); }
+    bool is_open() const noexcept { return log_.is_open(); }
+    const std::string& path() const noexcept { return log_.path(); }
+    uint64_t version() const noexcept { return version_; }  // changes with every write
+    StoreStats stats() const {
+        StoreStats s = stats_;
+        s.live = size();
+        s.log_bytes = log_.end();
+        s.live_bytes = live_bytes_;
+        s.bucket_count = buckets_.size();
+        s.stash = stash_.size();
+        s.index_bytes = index_bytes();
+        return s;
+    }
+    uint64_t index_bytes() const noexcept {
+        // An unordered_multimap node: two words of payload, a next pointer, a cached hash, and a
+        // bucket pointer; an estimate, the table dominates.
+        return buckets_.size() * sizeof(StoreBucket) + stash_.size() * 48;
+    }
+
+    // ---- scalar operations ----
+    bool get(const void* key, uint64_t len, uint64_t h, std::string* value) {
+        const Location at = find(h, static_cast<const unsigned char*>(key), len);
+        if (at.offset == kNone) return false;
+        if (value) {
+            const RecordView r = log_.read(at.offset);
+            value->assign(reinterpret_cast<const char*>(r.value), r.value_len);
+        }
+        return true;
+    }
+    void put(const void* key, uint64_t len, uint64_t h, const void* value, uint64_t value_len) {
+        require_writable();
+        const auto* k = static_cast<const unsigned char*>(key);
+        const Location at = find(h, k, len);
+        const uint64_t old_size = at.offset == kNone ? 0 : log_.read(at.offset).size;
+        const uint64_t off = log_.append(k, len, value, value_len, false);
+        live_bytes_ += store_format::record_size(len, value_len) - old_size;
+        if (at.offset == kNone) insert_entry(h, off);
+        else set_offset(at, off);
+        ++version_;
+    }
+    bool erase(const void* key, uint64_t len, uint64_t h) {
+        require_writable();
+        const auto* k = static_cast<const unsigned char*>(key);
+        const Location at = find(h, k, len);
+        if (at.offset == kNone) return false;
+        live_bytes_ -= log_.read(at.offset).size;
+        log_.append(k, len, nullptr, 0, true);
+        remove_entry(at);
+        ++version_;
+        return true;
+    }
+
+    // ---- bulk operations on a chunk of keys (spans and their hashes) ----
+    // Where each key's live record is (kNone: absent), for contains and get.
+    void locate_chunk(uint64_t n, const KeySpan* keys, const uint64_t* hashes, uint64_t* offsets) {
+        std::fill(offsets, offsets + n, kNone);
+        verify_candidates(n, keys, hashes, offsets);
+    }
+    // Reads record values at `offsets` (kNone skipped) in log order: value k is
+    // arena[value_at[k], value_at[k] + value_len[k]).
+    void read_values(uint64_t n, const uint64_t* offsets, std::vector<unsigned char>& arena, uint64_t* value_at,
+                     uint64_t* value_len) {
+        std::vector<uint64_t> order;
+        order.reserve(n);
+        for (uint64_t j = 0; j < n; ++j)
+            if (offsets[j] != kNone) order.push_back(((offsets[j] / 8) << 32) | j);
+        // j < 2^32 within a chunk; sort by the unit offset above it.
+        radix_sort_u64_by_high(order);
+        ForwardReader reader(log_);
+        for (uint64_t e : order) {
+            const uint64_t j = e & 0xFFFFFFFFull;
+            const RecordView r = reader.read(offsets[j]);
+            value_at[j] = arena.size();
+            value_len[j] = r.value_len;
+            arena.insert(arena.end(), r.value, r.value + r.value_len);
+        }
+    }
+
+    enum class Op { AddUnique, Put, Discard };
+    // Applies op to the keys in order; out[j]: AddUnique, whether key j was new; Discard, whether
+    // it was present; Put, whether it was new. `values` (Put only, may be null: empty values).
+    // Throws (the store keeps every change made before the failing key, like a loop of scalar
+    // calls) only on I/O errors and the log's size limit; `done` says how many keys were applied.
+    void apply_chunk(Op op, uint64_t n, const KeySpan* keys, const uint64_t* hashes, const KeySpan* values,
+                     bool* out, uint64_t& done) {
+        require_writable();
+        done = 0;
+        std::vector<uint64_t> current(n, kNone);  // before the chunk: each key's live record
+        verify_candidates(n, keys, hashes, current.data());
+        // First occurrence of each key in the chunk: its later copies share its state. Found with
+        // an open-addressing table of chunk positions keyed by hash (keys compared in memory).
+        std::vector<uint32_t> first(n);
+        {
+            uint64_t cap = 16;
+            while (cap < 2 * n) cap <<= 1;
+            std::vector<uint32_t> slots(cap, UINT32_MAX);
+            for (uint64_t j = 0; j < n; ++j) {
+                // AddUnique: a key already in the store is never new, whatever its copies do.
+                if (op == Op::AddUnique && current[j] != kNone) {
+                    first[j] = static_cast<uint32_t>(j);
+                    continue;
+                }
+                uint64_t s = mix64(hashes[j]) & (cap - 1);
+                while (true) {
+                    const uint32_t e = slots[s];
+                    if (e == UINT32_MAX) {
+                        slots[s] = static_cast<uint32_t>(j);
+                        first[j] = static_cast<uint32_t>(j);
+                        break;
+                    }
+                    if (hashes[e] == hashes[j] && keys[e].len == keys[j].len &&
+                        std::memcmp(keys[e].data, keys[j].data, keys[j].len) == 0) {
+                        first[j] = e;
+                        break;
+                    }
+                    s = (s + 1) & (cap - 1);
+                }
+            }
+        }
+        for (uint64_t j = 0; j < n; ++j) {
+            const uint64_t h = hashes[j];
+            uint64_t& cur = current[first[j]];
+            const KeySpan k = keys[j];
+            switch (op) {
+                case Op::AddUnique:
+                    out[j] = cur == kNone;
+                    if (cur == kNone) {
+                        cur = log_.append(k.data, k.len, nullptr, 0, false);
+                        live_bytes_ += store_format::record_size(k.len, 0);
+                        insert_entry(h, cur);
+                    }
+                    break;
+                case Op::Put: {
+                    const KeySpan v = values ? values[j] : KeySpan{nullptr, 0};
+                    out[j] = cur == kNone;
+                    const uint64_t old_size = cur == kNone ? 0 : log_.read(cur).size;
+                    const uint64_t off = log_.append(k.data, k.len, v.data, v.len, false);
+                    live_bytes_ += store_format::record_size(k.len, v.len) - old_size;
+                    if (cur == kNone) insert_entry(h, off);
+                    else set_offset(find_offset(h, cur), off);
+                    cur = off;
+                    break;
+                }
+                case Op::Discard:
+                    out[j] = cur != kNone;
+                    if (cur != kNone) {
+                        live_bytes_ -= log_.read(cur).size;
+                        log_.append(k.data, k.len, nullptr, 0, true);
+                        remove_entry(find_offset(h, cur));
+                        cur = kNone;
+                    }
+                    break;
+            }
+            done = j + 1;
+        }
+        ++version_;
+    }
+
+    Store(const Store&) = delete;
+    Store& operator=(const Store&) = delete;
+    // Writes what is buffered (no sync, no snapshot: close() does those).
+    ~Store() {
+        try {
+            if (log_.is_open() && log_.writable()) log_.flush();
+        } catch (...) {
+        }
+    }
+
+    // ---- whole-store operations ----
+    // Byte offsets of every live record, ascending (= order of last write).
+    std::vector<uint64_t> live_offsets() const {
+        std::vector<uint64_t> units;
+        units.reserve(size());
+        for (const StoreBucket& b : buckets_)
+            for (unsigned s = 0; s < 4; ++s)
+                if (b.tag[s]) units.push_back(b.unit[s]);
+        for (const auto& e : stash_) units.push_back(e.second / 8);
+        radix_sort_u64(units, 4);
+        for (uint64_t& u : units) u *= 8;
+        return units;
+    }
+    RecordView read_record(uint64_t offset) { return log_.read(offset); }
+    void release_log_pages() noexcept { log_.release_all(); }
+
+    void sync() {
+        require_writable();
+        log_.sync();
+    }
+
+    // Rewrites the log with only the live records (in their order), atomically: the new log is
+    // written beside the old one, made durable, then renamed over it.
+    void compact(uint64_t new_log_id) {
+        require_writable();
+        if (log_.anonymous()) throw std::logic_error("compact() needs a store with a path");
+        log_.flush();
+        // (unit offset << 32 | position) sorted by offset: position is the slot (bucket*4+slot)
+        // or, above the table's slots, the stash entry.
+        std::vector<std::pair<uint64_t, uint64_t>> entries;  // (offset, where)
+        entries.reserve(size());
+        for (uint64_t i = 0; i < buckets_.size(); ++i)
+            for (unsigned s = 0; s < 4; ++s)
+                if (buckets_[i].tag[s]) entries.push_back({uint64_t(buckets_[i].unit[s]) * 8, i * 4 + s});
+        std::vector<std::unordered_multimap<uint64_t, uint64_t>::iterator> stash_at;
+        for (auto it = stash_.begin(); it != stash_.end(); ++it) {
+            entries.push_back({it->second, buckets_.size() * 4 + stash_at.size()});
+            stash_at.push_back(it);
+        }
+        std::sort(entries.begin(), entries.end());
+        const std::string tmp = log_.path() + ".compact";
+        LogHeader h = log_.header();
+        h.log_id = new_log_id;
+        std::vector<uint64_t> new_offsets(entries.size());
+        {
+            LogFile out;
+            ::unlink(tmp.c_str());
+            out.open_path(tmp, true, h, /*lock=*/false);
+            ForwardReader reader(log_);
+            for (size_t e = 0; e < entries.size(); ++e) {
+                const RecordView r = reader.read(entries[e].first);
+                new_offsets[e] = out.append(r.key, r.key_len, r.value, r.value_len, false);
+            }
+            out.sync();
+            out.close();
+        }
+        log_.replace_with(tmp);
+        for (size_t e = 0; e < entries.size(); ++e) {
+            const uint64_t where = entries[e].second;
+            if (where < buckets_.size() * 4) buckets_[where / 4].unit[where % 4] = static_cast<uint32_t>(new_offsets[e] / 8);
+            else stash_at[where - buckets_.size() * 4]->second = new_offsets[e];
+        }
+        ++version_;
+        write_snapshot();
+    }
+
+    // Flushes, syncs and writes the index snapshot (writers), then closes.
+    void close() {
+        if (!log_.is_open()) return;
+        if (log_.writable() && !log_.anonymous()) write_snapshot();  // syncs the log first
+        log_.close();
+        snapshot_path_.clear();
+    }
+
+    // ---- the index snapshot (path + ".idx") ----
+    // 0 magic "CUCKOOIX" | 8 u32 version 1 | 12 u32 tag bits | 16 u64 log id | 24 u64 log end
+    // | 32 u64 bucket count | 40 u64 table entries | 48 u64 stash entries | 56 u64 live bytes
+    // | 64 u64 XXH3 of the log's 64 bytes before its end | 72 u64 XXH3 of the body
+    // | 80 u32 checksum of [0, 80) | 84..96 zero; body: buckets (4 x u16 tag, 4 x u32 unit),
+    // then stash entries (u64 hash, u64 offset). A snapshot is a cache: any mismatch and the
+    // index is rebuilt from the log instead.
+    void write_snapshot() {
+        if (snapshot_path_.empty()) return;
+        log_.sync();
+        const uint64_t body = buckets_.size() * sizeof(StoreBucket) + stash_.size() * 16;
+        std::vector<unsigned char> out(kSnapshotHeader + body);
+        unsigned char* p = out.data() + kSnapshotHeader;
+        for (const StoreBucket& b : buckets_) {
+            for (unsigned s = 0; s < 4; ++s) {
+                p[2 * s] = static_cast<unsigned char>(b.tag[s]);
+                p[2 * s + 1] = static_cast<unsigned char>(b.tag[s] >> 8);
+                store_format::put32(p + 8 + 4 * s, b.unit[s]);
+            }
+            p += sizeof(StoreBucket);
+        }
+        for (const auto& e : stash_) {
+            store_le64(p, e.first);
+            store_le64(p + 8, e.second);
+            p += 16;
+        }
+        unsigned char* hd = out.data();
+        std::memcpy(hd, "CUCKOOIX", 8);
+        store_format::put32(hd + 8, 1);
+        store_format::put32(hd + 12, log_.header().tag_bits);
+        store_le64(hd + 16, log_.header().log_id);
+        store_le64(hd + 24, log_.end());
+        store_le64(hd + 32, buckets_.size());
+        store_le64(hd + 40, count_);
+        store_le64(hd + 48, stash_.size());
+        store_le64(hd + 56, live_bytes_);
+        store_le64(hd + 64, tail_check(log_.end()));
+        store_le64(hd + 72, xxh3_64(out.data() + kSnapshotHeader, body, 0));
+        store_format::put32(hd + 80, store_format::checksum32(hd, 80, 0));
+        const std::string tmp = snapshot_path_ + ".tmp";
+        const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0) throw_errno("cannot write " + tmp);
+        size_t done = 0;
+        while (done < out.size()) {
+            const ssize_t w = ::write(fd, out.data() + done, out.size() - done);
+            if (w < 0 && errno == EINTR) continue;
+            if (w < 0) {
+                ::close(fd);
+                throw_errno("cannot write " + tmp);
+            }
+            done += static_cast<size_t>(w);
+        }
+        ::fsync(fd);
+        ::close(fd);
+        if (::rename(tmp.c_str(), snapshot_path_.c_str()) != 0) throw_errno("cannot write " + snapshot_path_);
+        log_.sync_directory();
+    }
+
+private:
+    static constexpr uint64_t kSnapshotHeader = 96;
+    static constexpr uint64_t kReleaseWindow = uint64_t(16) << 20;
+
+    explicit Store(const Options& o) : max_kicks_(o.max_kicks) {}
+
+    LogHeader fresh_header(const Options& o) const {
+        if (o.tag_bits < 1 || o.tag_bits > 16) throw std::invalid_argument("tag_bits must be between 1 and 16");
+        LogHeader h;
+        h.algorithm = o.algorithm;
+        h.seed = o.seed;
+        h.tag_bits = o.tag_bits;
+        h.log_id = o.log_id;
+        return h;
+    }
+
+    struct Location {
+        uint64_t offset = kNone;
+        uint64_t bucket = 0;
+        int slot = -1;  // -1: in the stash (bucket unused)
+        uint64_t hash = 0;
+    };
+
+    // Reads records in ascending offset order, releasing the mapping's pages behind it.
+    class ForwardReader {
+    public:
+        explicit ForwardReader(LogFile& log) : log_(log) {}
+        ~ForwardReader() { log_.release(window_, log_.file_end()); }
+        RecordView read(uint64_t offset) {
+            if (offset >= window_ + kReleaseWindow) {
+                const uint64_t next = offset / kReleaseWindow * kReleaseWindow;
+                log_.release(window_, next);
+                window_ = next;
+            }
+            return log_.read(offset);
+        }
+
+    private:
+        LogFile& log_;
+        uint64_t window_ = 0;
+    };
+
+    static void radix_sort_u64_by_high(std::vector<uint64_t>& v) {
+        // Sort by the high 32 bits: swap halves, sort 4 bytes, swap back.
+        for (uint64_t& x : v) x = (x >> 32) | (x << 32);
+        radix_sort_u64(v, 4);
+        for (uint64_t& x : v) x = (x >> 32) | (x << 32);
+    }
+
+    void require_writable() const {
+        if (!log_.writable()) throw StoreLockedError("the store is open read-only");
+    }
+
+    Locator locator() const noexcept { return loc_; }
+    void resize_index(uint64_t bucket_count) {
+        buckets_.assign(bucket_count, StoreBucket{});
+        loc_ = Locator{bucket_count, bucket_count >> kBlockShift, log_.header().tag_bits};
+        count_ = 0;
+    }
+
+    bool key_is(uint64_t offset, const unsigned char* key, uint64_t len) {
+        ++stats_.log_reads;
+        const RecordView r = log_.read(offset);
+        return r.key && !r.tombstone && r.key_len == len && std::memcmp(r.key, key, len) == 0;
+    }
+
+    static unsigned tag_matches(const StoreBucket& b, uint32_t tag) noexcept {
+        // SWAR compare of the four 16-bit tags: lanes equal to `tag` give a zero lane in x; the
+        // exact zero-lane test ((x & 0x7FFF) + 0x7FFF) | x has the high bit clear only for zero.
+        uint64_t w;
+        std::memcpy(&w, b.tag, 8);
+        const uint64_t x = w ^ (tag * 0x0001000100010001ull);
+        const uint64_t nz = (((x & 0x7FFF7FFF7FFF7FFFull) + 0x7FFF7FFF7FFF7FFFull) | x) & 0x8000800080008000ull;
+        const uint64_t z = ~nz & 0x8000800080008000ull;
+        // one bit per lane: lane s at bit 16 s + 15
+        return static_cast<unsigned>(((z >> 15) & 1) | ((z >> 30) & 2) | ((z >> 45) & 4) | ((z >> 60) & 8));
+    }
+
+    Location find(uint64_t h, const unsigned char* key, uint64_t len) {
+        ++stats_.lookups;
+        const KeyHash k = loc_.locate(h);
+        for (const uint64_t i : {k.i1, k.i2}) {
+            unsigned m = tag_matches(buckets_[i], k.fp);
+            while (m) {
+                const int s = __builtin_ctz(m);
+                m &= m - 1;
+                const uint64_t off = uint64_t(buckets_[i].unit[s]) * 8;
+                if (key_is(off, key, len)) return Location{off, i, s, h};
+            }
+        }
+        if (!stash_.empty()) {
+            auto range = stash_.equal_range(h);
+            for (auto it = range.first; it != range.second; ++it)
+                if (key_is(it->second, key, len)) return Location{it->second, 0, -1, h};
+        }
+        return Location{};
+    }
+
+    // The entry of the key with hash h whose record is at `offset` (known to be live).
+    Location find_offset(uint64_t h, uint64_t offset) const {
+        const KeyHash k = loc_.locate(h);
+        const uint32_t unit = static_cast<uint32_t>(offset / 8);
+        for (const uint64_t i : {k.i1, k.i2})
+            for (int s = 0; s < 4; ++s)
+                if (buckets_[i].tag[s] == k.fp && buckets_[i].unit[s] == unit) return Location{offset, i, s, h};
+        return Location{offset, 0, -1, h};
+    }
+
+    void set_offset(const Location& at, uint64_t offset) {
+        if (at.slot >= 0) {
+            buckets_[at.bucket].unit[at.slot] = static_cast<uint32_t>(offset / 8);
+            return;
+        }
+        auto range = stash_.equal_range(at.hash);
+        for (auto it = range.first; it != range.second; ++it)
+            if (it->second == at.offset) {
+                it->second = offset;
+                return;
+            }
+    }
+
+    void remove_entry(const Location& at) {
+        if (at.slot >= 0) {
+            buckets_[at.bucket].tag[at.slot] = 0;
+            --count_;
+            return;
+        }
+        auto range = stash_.equal_range(at.hash);
+        for (auto it = range.first; it != range.second; ++it)
+            if (it->second == at.offset) {
+                stash_.erase(it);
+                return;
+            }
+    }
+
+    // The eviction search's view of the index (cuckoo/evict.hpp).
+    struct EvictTable {
+        std::vector<StoreBucket>& b;
+        unsigned slots_per_bucket() const noexcept { return 4; }
+        uint32_t tag(uint64_t bucket, unsigned slot) const noexcept { return b[bucket].tag[slot]; }
+        int empty_slot(uint64_t bucket) const noexcept {
+            for (int s = 0; s < 4; ++s)
+                if (b[bucket].tag[s] == 0) return s;
+            return -1;
+        }
+        void move(uint64_t from, unsigned from_slot, uint64_t to, unsigned to_slot) noexcept {
+            b[to].tag[to_slot] = b[from].tag[from_slot];
+            b[to].unit[to_slot] = b[from].unit[from_slot];
+        }
+        void prefetch(uint64_t bucket) const noexcept { __builtin_prefetch(&b[bucket], 1, 3); }
+    };
+
+    // Places a new entry (the key is known to be absent). Grows the index first when full.
+    void insert_entry(uint64_t h, uint64_t offset) {
+        if (static_cast<double>(count_ + 1) > kMaxLoad * 4.0 * static_cast<double>(buckets_.size()) ||
+            (stash_.size() > 64 + size() / 32 && count_ * 2 > buckets_.size() * 4))
+            grow();
+        place(h, offset);
+    }
+
+    void place(uint64_t h, uint64_t offset) {
+        const KeyHash k = loc_.locate(h);
+        const uint32_t unit = static_cast<uint32_t>(offset / 8);
+        EvictTable t{buckets_};
+        unsigned free1 = 0, free2 = 0;
+        for (int s = 0; s < 4; ++s) {
+            free1 += buckets_[k.i1].tag[s] == 0;
+            free2 += buckets_[k.i2].tag[s] == 0;
+        }
+        uint64_t bucket;
+        int slot;
+        if (free1 | free2) {  // the emptier bucket, as in the filter
+            bucket = free1 >= free2 ? k.i1 : k.i2;
+            slot = t.empty_slot(bucket);
+        } else {
+            const EvictResult r = evict_search(t, loc_, k.i1, k.i2, max_kicks_, nodes_);
+            if (!r.found) {
+                stash_.emplace(h, offset);
+                return;
+            }
+            bucket = r.bucket;
+            slot = static_cast<int>(r.slot);
+        }
+        buckets_[bucket].tag[slot] = static_cast<uint16_t>(k.fp);
+        buckets_[bucket].unit[slot] = unit;
+        ++count_;
+    }
+
+    // Rebuilds the index 1.5 times larger (a multiple of 8 buckets), re-placing each entry from
+    // its key, read from the log in offset order.
+    void grow() {
+        const uint64_t old = buckets_.size();
+        uint64_t target = (old * 3 / 2 + kBlockBuckets - 1) / kBlockBuckets * kBlockBuckets;
+        if (target > kMaxBucketCountStore) target = kMaxBucketCountStore;
+        if (target <= old) return;  // at the largest index: entries beyond it go to the stash
+        std::vector<uint64_t> units;
+        units.reserve(count_);
+        for (const StoreBucket& b : buckets_)
+            for (unsigned s = 0; s < 4; ++s)
+                if (b.tag[s]) units.push_back(b.unit[s]);
+        std::unordered_multimap<uint64_t, uint64_t> stash;
+        stash.swap(stash_);
+        radix_sort_u64(units, 4);
+        resize_index(target);
+        rehash_from_log(units);
+        for (const auto& e : stash) place(e.first, e.second);
+        ++stats_.grows;
+    }
+
+    // Places the records at `units` (ascending offsets / 8) into the (empty) index, hashing
+    // their keys; blocks of keys are hashed and their buckets prefetched before placing.
+    void rehash_from_log(const std::vector<uint64_t>& units) {
+        const KeyHasher hs = hasher();
+        ForwardReader reader(log_);
+        uint64_t hashes[kBatchBlock];
+        for (size_t start = 0; start < units.size(); start += kBatchBlock) {
+            const size_t len = std::min<size_t>(kBatchBlock, units.size() - start);
+            for (size_t j = 0; j < len; ++j) {
+                const RecordView r = reader.read(units[start + j] * 8);
+                hashes[j] = hs.hash_key(r.key, r.key_len);
+                const KeyHash k = loc_.locate(hashes[j]);
+                __builtin_prefetch(&buckets_[k.i1], 1, 3);
+                __builtin_prefetch(&buckets_[k.i2], 1, 3);
+            }
+            for (size_t j = 0; j < len; ++j) place(hashes[j], units[start + j] * 8);
+        }
+    }
+
+    // For each key j, offsets[j] = its live record (left as is when none): probe every key's
+    // buckets (in blocks, prefetched), sort the tag matches by log offset, then verify them in
+    // one forward pass over the log.
+    void verify_candidates(uint64_t n, const KeySpan* keys, const uint64_t* hashes, uint64_t* offsets) {
+        std::vector<uint64_t> cand;  // (unit offset << 32) | j
+        cand.reserve(n / 2 + 16);
+        KeyHash located[kBatchBlock];
+        stats_.lookups += n;
+        for (uint64_t start = 0; start < n; start += kBatchBlock) {
+            const unsigned len = static_cast<unsigned>(std::min<uint64_t>(kBatchBlock, n - start));
+            for (unsigned x = 0; x < len; ++x) {
+                located[x] = loc_.locate(hashes[start + x]);
+                __builtin_prefetch(&buckets_[located[x].i1], 0, 3);
+                __builtin_prefetch(&buckets_[located[x].i2], 0, 3);
+            }
+            for (unsigned x = 0; x < len; ++x) {
+                const uint64_t j = start + x;
+                for (const uint64_t i : {located[x].i1, located[x].i2}) {
+                    unsigned m = tag_matches(buckets_[i], located[x].fp);
+                    while (m) {
+                        const int s = __builtin_ctz(m);
+                        m &= m - 1;
+                        cand.push_back((uint64_t(buckets_[i].unit[s]) << 32) | j);
+                    }
+                }
+                if (!stash_.empty()) {
+                    auto range = stash_.equal_range(hashes[j]);
+                    for (auto it = range.first; it != range.second; ++it) cand.push_back(((it->second / 8) << 32) | j);
+                }
+            }
+        }
+        radix_sort_u64_by_high(cand);
+        ForwardReader reader(log_);
+        stats_.log_reads += cand.size();
+        for (const uint64_t c : cand) {
+            const uint64_t j = c & 0xFFFFFFFFull, off = (c >> 32) * 8;
+            const RecordView r = reader.read(off);
+            if (r.key && !r.tombstone && r.key_len == keys[j].len && std::memcmp(r.key, keys[j].data, keys[j].len) == 0)
+                offsets[j] = off;
+        }
+    }
+
+    // Builds the index at open: from the snapshot when it matches the log, then from the log
+    // records after it; cuts (writer) or ignores (reader) a torn or corrupt tail.
+    void after_open(const std::string& path) {
+        if (!path.empty()) snapshot_path_ = path + ".idx";
+        if (log_.writable() && !path.empty()) ::unlink((path + ".compact").c_str());  // a compaction that died
+        uint64_t start = store_format::kHeaderSize;
+        if (!snapshot_path_.empty() && load_snapshot(start)) {
+            stats_.snapshot_used = true;
+        } else {
+            resize_index(64);
+            live_bytes_ = 0;
+            start = store_format::kHeaderSize;
+        }
+        replay(start);
+    }
+
+    bool load_snapshot(uint64_t& log_end) {
+        const int fd = ::open(snapshot_path_.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            stats_.snapshot_note = "no snapshot";
+            return false;
+        }
+        std::vector<unsigned char> data;
+        {
+            struct stat st;
+            if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < static_cast<off_t>(kSnapshotHeader)) {
+                ::close(fd);
+                stats_.snapshot_note = "snapshot too short";
+                return false;
+            }
+            data.resize(static_cast<size_t>(st.st_size));
+            size_t done = 0;
+            while (done < data.size()) {
+                const ssize_t r = ::read(fd, data.data() + done, data.size() - done);
+                if (r <= 0) break;
+                done += static_cast<size_t>(r);
+            }
+            ::close(fd);
+            if (done != data.size()) {
+                stats_.snapshot_note = "snapshot unreadable";
+                return false;
+            }
+        }
+        const unsigned char* hd = data.data();
+        auto reject = [&](const char* why) {
+            stats_.snapshot_note = why;
+            return false;
+        };
+        if (std::memcmp(hd, "CUCKOOIX", 8) != 0 || load_le32(hd + 80) != store_format::checksum32(hd, 80, 0) ||
+            load_le32(hd + 8) != 1)
+            return reject("snapshot header corrupt");
+        if (load_le32(hd + 12) != log_.header().tag_bits || load_le64(hd + 16) != log_.header().log_id)
+            return reject("snapshot of another log");
+        const uint64_t end = load_le64(hd + 24), buckets = load_le64(hd + 32), entries = load_le64(hd + 40),
+                       stash = load_le64(hd + 48), live_bytes = load_le64(hd + 56);
+        if (end < store_format::kHeaderSize || end > log_.file_end() || end % 8 != 0 || tail_check(end) != load_le64(hd + 64))
+            return reject("snapshot does not match the log");
+        if (buckets == 0 || buckets % kBlockBuckets != 0 || buckets > kMaxBucketCountStore || stash > data.size() / 16 ||
+            data.size() != kSnapshotHeader + buckets * sizeof(StoreBucket) + stash * 16)
+            return reject("snapshot sizes inconsistent");
+        const uint64_t body = data.size() - kSnapshotHeader;
+        if (xxh3_64(hd + kSnapshotHeader, body, 0) != load_le64(hd + 72)) return reject("snapshot checksum mismatch");
+        resize_index(buckets);
+        const unsigned char* p = hd + kSnapshotHeader;
+        uint64_t counted = 0;
+        const uint64_t max_tag = (uint64_t(1) << log_.header().tag_bits) - 1;
+        for (StoreBucket& b : buckets_) {
+            for (unsigned s = 0; s < 4; ++s) {
+                b.tag[s] = static_cast<uint16_t>(p[2 * s] | (p[2 * s + 1] << 8));
+                b.unit[s] = load_le32(p + 8 + 4 * s);
+                if (b.tag[s]) {
+                    ++counted;
+                    // Offsets inside the covered log: a wrong one would only give a wrong record,
+                    // but refusing it here keeps every read inside what was validated.
+                    if (b.tag[s] > max_tag || uint64_t(b.unit[s]) * 8 < store_format::kHeaderSize ||
+                        uint64_t(b.unit[s]) * 8 >= end) {
+                        resize_index(64);
+                        return reject("snapshot entry outside the log");
+                    }
+                }
+            }
+            p += sizeof(StoreBucket);
+        }
+        if (counted != entries) {
+            resize_index(64);
+            return reject("snapshot entry count mismatch");
+        }
+        count_ = counted;
+        for (uint64_t e = 0; e < stash; ++e, p += 16) {
+            const uint64_t off = load_le64(p + 8);
+            if (off < store_format::kHeaderSize || off >= end || off % 8 != 0) {
+                resize_index(64);
+                stash_.clear();
+                return reject("snapshot entry outside the log");
+            }
+            stash_.emplace(load_le64(p), off);
+        }
+        live_bytes_ = live_bytes;
+        log_end = end;
+        return true;
+    }
+
+    // Fingerprint of the log's last bytes before `end` (after its header): a snapshot matches
+    // the log only if these are unchanged.
+    uint64_t tail_check(uint64_t end) {
+        const uint64_t from = std::max<uint64_t>(store_format::kHeaderSize, end >= 64 ? end - 64 : 0);
+        std::vector<unsigned char> buf(static_cast<size_t>(end - from));
+        log_.read_bytes(from, buf.size(), buf.data());
+        return xxh3_64(buf.data(), buf.size(), 0);
+    }
+
+    // Applies the log's records from `start` to its end to the index; stops at the first record
+    // that is torn or corrupt.
+    void replay(uint64_t start) {
+        const uint64_t limit = log_.file_end();
+        const KeyHasher hs = hasher();
+        uint64_t pos = start;
+        uint64_t window = 0;
+        RecordView r;
+        while (pos < limit) {
+            if (!log_.valid_record(pos, limit, r)) break;
+            const uint64_t h = hs.hash_key(r.key, r.key_len);
+            // The record's key is needed after find() reads other records: keep a copy.
+            key_copy_.assign(r.key, r.key + r.key_len);
+            const uint64_t size = r.size;
+            const bool tomb = r.tombstone;
+            const Location at = find(h, key_copy_.data(), key_copy_.size());
+            if (tomb) {
+                if (at.offset != kNone) {
+                    live_bytes_ -= log_.read(at.offset).size;
+                    remove_entry(at);
+                }
+            } else {
+                if (at.offset != kNone) {
+                    live_bytes_ -= log_.read(at.offset).size;
+                    set_offset(at, pos);
+                } else {
+                    insert_entry(h, pos);
+                }
+                live_bytes_ += size;
+            }
+            ++stats_.replayed_records;
+            pos += size;
+            if (pos >= window + kReleaseWindow) {  // the scan keeps the process's memory bounded
+                log_.release(window, pos / kReleaseWindow * kReleaseWindow);
+                window = pos / kReleaseWindow * kReleaseWindow;
+            }
+        }
+        stats_.lookups = 0;
+        stats_.log_reads = 0;
+        if (pos < limit) {
+            if (pos < log_.header().synced_end)
+                throw FormatError("the store's log is corrupt at offset " + std::to_string(pos) +
+                                  ", before the end of its synced data (" + std::to_string(log_.header().synced_end) +
+                                  " bytes)");
+            stats_.recovered_at = pos;
+            stats_.recovered_bytes = limit - pos;
+            if (log_.writable()) log_.truncate(pos);
+            else log_.set_readable_end(pos);
+        }
+        log_.release_all();
+    }
+
+    static constexpr uint64_t kMaxBucketCountStore = uint64_t(1) << 32;
+
+    LogFile log_;
+    std::vector<StoreBucket> buckets_;
+    Locator loc_{};
+    uint64_t count_ = 0;
+    std::unordered_multimap<uint64_t, uint64_t> stash_;  // full hash -> byte offset
+    uint64_t live_bytes_ = 0;
+    uint64_t version_ = 0;
+    unsigned max_kicks_;
+    StoreStats stats_;
+    std::string snapshot_path_;
+    std::vector<EvictNode> nodes_;
+    std::vector<unsigned char> key_copy_;
+};
+
+}  // namespace cuckoo

@@ -1,0 +1,287 @@
+// Tests of cuckoo/store.hpp without Python: the store against a std::map model through scalar and
+// bulk operations, with full and very short tags (so that tag matches and log verification
+// happen all the time), growth, reopening with and without the snapshot, compaction, and
+// recovery from a log cut or flipped at every byte of its last record.
+#include "cuckoo/store.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "check.hpp"
+
+namespace {
+
+using Model = std::map<std::string, std::string>;
+
+std::string temp_dir() {
+    char tmpl[] = "/tmp/cuckoo-store-test-XXXXXX";
+    const char* d = ::mkdtemp(tmpl);
+    REQUIRE(d != nullptr);
+    return d;
+}
+
+void remove_store(const std::string& path) {
+    for (const char* ext : {"", ".idx", ".lock", ".compact", ".idx.tmp"}) ::unlink((path + ext).c_str());
+}
+
+cuckoo::Store::Options options(unsigned tag_bits) {
+    cuckoo::Store::Options o;
+    o.tag_bits = tag_bits;
+    o.log_id = 0x1234 + tag_bits;
+    o.seed = 7;
+    return o;
+}
+
+uint64_t hash_of(const cuckoo::Store& s, const std::string& k) { return s.hasher().hash_key(k.data(), k.size()); }
+
+std::string key_of(uint64_t i) { return "key-" + std::to_string(i) + std::string(i % 7, 'x'); }
+
+// Every key of the model is found with its value, and `absent` keys are not.
+void check_against(cuckoo::Store& s, const Model& m, uint64_t absent_from, uint64_t absent_n) {
+    CHECK_EQ(s.size(), m.size());
+    std::string v;
+    for (const auto& kv : m) {
+        REQUIRE(s.get(kv.first.data(), kv.first.size(), hash_of(s, kv.first), &v));
+        CHECK(v == kv.second);
+    }
+    for (uint64_t i = absent_from; i < absent_from + absent_n; ++i) {
+        const std::string k = "absent-" + std::to_string(i);
+        CHECK(!s.get(k.data(), k.size(), hash_of(s, k), nullptr));
+    }
+    // The live records are exactly the model's keys.
+    uint64_t n = 0;
+    for (uint64_t off : s.live_offsets()) {
+        const cuckoo::RecordView r = s.read_record(off);
+        const std::string k(reinterpret_cast<const char*>(r.key), r.key_len);
+        auto it = m.find(k);
+        REQUIRE(it != m.end());
+        CHECK(std::string(reinterpret_cast<const char*>(r.value), r.value_len) == it->second);
+        ++n;
+    }
+    CHECK_EQ(n, m.size());
+}
+
+// Random scalar and bulk operations, applied to the store and the model.
+void random_ops(cuckoo::Store& s, Model& m, std::mt19937_64& rng, uint64_t rounds, uint64_t key_range) {
+    for (uint64_t r = 0; r < rounds; ++r) {
+        const unsigned op = rng() % 6;
+        if (op < 3) {  // scalar put / erase / get
+            const std::string k = key_of(rng() % key_range);
+            const uint64_t h = hash_of(s, k);
+            if (op == 0) {
+                const std::string v = "v" + std::to_string(rng() % 1000);
+                s.put(k.data(), k.size(), h, v.data(), v.size());
+                m[k] = v;
+            } else if (op == 1) {
+                CHECK_EQ(s.erase(k.data(), k.size(), h), m.erase(k) == 1);
+            } else {
+                CHECK_EQ(s.get(k.data(), k.size(), h, nullptr), m.count(k) == 1);
+            }
+            continue;
+        }
+        // a bulk chunk with repeated keys
+        const uint64_t n = 1 + rng() % 200;
+        std::vector<std::string> keys(n), values(n);
+        std::vector<cuckoo::KeySpan> spans(n), vspans(n);
+        std::vector<uint64_t> hashes(n);
+        for (uint64_t j = 0; j < n; ++j) {
+            keys[j] = key_of(rng() % key_range);
+            values[j] = "w" + std::to_string(rng() % 1000);
+            spans[j] = {reinterpret_cast<const unsigned char*>(keys[j].data()), keys[j].size()};
+            vspans[j] = {reinterpret_cast<const unsigned char*>(values[j].data()), values[j].size()};
+            hashes[j] = hash_of(s, keys[j]);
+        }
+        std::unique_ptr<bool[]> out(new bool[n]);
+        uint64_t done = 0;
+        if (op == 3) {
+            s.apply_chunk(cuckoo::Store::Op::AddUnique, n, spans.data(), hashes.data(), nullptr, out.get(), done);
+            for (uint64_t j = 0; j < n; ++j) {
+                const bool fresh = m.count(keys[j]) == 0;
+                CHECK_EQ(out[j], fresh);
+                if (fresh) m[keys[j]] = "";
+            }
+        } else if (op == 4) {
+            s.apply_chunk(cuckoo::Store::Op::Put, n, spans.data(), hashes.data(), vspans.data(), out.get(), done);
+            for (uint64_t j = 0; j < n; ++j) {
+                CHECK_EQ(out[j], m.count(keys[j]) == 0);
+                m[keys[j]] = values[j];
+            }
+        } else {
+            s.apply_chunk(cuckoo::Store::Op::Discard, n, spans.data(), hashes.data(), nullptr, out.get(), done);
+            for (uint64_t j = 0; j < n; ++j) CHECK_EQ(out[j], m.erase(keys[j]) == 1);
+        }
+        CHECK_EQ(done, n);
+        // bulk lookups equal the model
+        std::vector<uint64_t> offs(n);
+        s.locate_chunk(n, spans.data(), hashes.data(), offs.data());
+        for (uint64_t j = 0; j < n; ++j) CHECK_EQ(offs[j] != cuckoo::Store::kNone, m.count(keys[j]) == 1);
+    }
+}
+
+TEST_CASE(store_equals_a_map_model_with_every_tag_width) {
+    const std::string dir = temp_dir();
+    for (unsigned tag_bits : {16u, 4u, 1u}) {
+        const std::string path = dir + "/s" + std::to_string(tag_bits);
+        Model m;
+        std::mt19937_64 rng(tag_bits);
+        {
+            auto s = cuckoo::Store::open(path, options(tag_bits));
+            random_ops(*s, m, rng, 400, 3000);
+            check_against(*s, m, 0, 2000);
+            s->close();
+        }
+        {  // reopen from the snapshot
+            auto s = cuckoo::Store::open(path, options(tag_bits));
+            CHECK(s->stats().snapshot_used);
+            check_against(*s, m, 0, 500);
+            random_ops(*s, m, rng, 100, 3000);
+            s->sync();
+        }  // no close, as after a crash: the old snapshot still holds, the records after it are replayed
+        {
+            auto s = cuckoo::Store::open(path, options(tag_bits));
+            CHECK(s->stats().snapshot_used);
+            CHECK(s->stats().replayed_records > 0);
+            check_against(*s, m, 0, 500);
+            s->compact(99);
+            CHECK_EQ(s->stats().log_bytes, cuckoo::store_format::kHeaderSize + s->stats().live_bytes);
+            check_against(*s, m, 0, 500);
+            random_ops(*s, m, rng, 50, 3000);
+            check_against(*s, m, 0, 500);
+            s->close();
+        }
+        {  // read-only reopen sees the same
+            cuckoo::Store::Options o = options(tag_bits);
+            o.readonly = true;
+            auto s = cuckoo::Store::open(path, o);
+            check_against(*s, m, 0, 500);
+            CHECK_THROWS(s->put("a", 1, hash_of(*s, "a"), "b", 1), cuckoo::StoreLockedError);
+        }
+        remove_store(path);
+    }
+    ::rmdir(dir.c_str());
+}
+
+TEST_CASE(store_grows_and_keeps_its_index_small) {
+    const std::string dir = temp_dir();
+    const std::string path = dir + "/g";
+    auto s = cuckoo::Store::open(path, options(16));
+    const uint64_t n = 200000;
+    std::vector<std::string> keys(n);
+    std::vector<cuckoo::KeySpan> spans(n);
+    std::vector<uint64_t> hashes(n);
+    for (uint64_t i = 0; i < n; ++i) {
+        keys[i] = key_of(i);
+        spans[i] = {reinterpret_cast<const unsigned char*>(keys[i].data()), keys[i].size()};
+        hashes[i] = hash_of(*s, keys[i]);
+    }
+    std::unique_ptr<bool[]> out(new bool[n]);
+    uint64_t done = 0;
+    s->apply_chunk(cuckoo::Store::Op::AddUnique, n, spans.data(), hashes.data(), nullptr, out.get(), done);
+    for (uint64_t i = 0; i < n; ++i) REQUIRE(out[i]);
+    CHECK_EQ(s->size(), n);
+    CHECK(s->stats().grows > 5);
+    CHECK_EQ(s->stats().stash, 0u);
+    // at most 10 bytes of index per key, whatever the moment of growth
+    CHECK(double(s->stats().index_bytes) / double(n) <= 10.0);
+    s->apply_chunk(cuckoo::Store::Op::AddUnique, n, spans.data(), hashes.data(), nullptr, out.get(), done);
+    for (uint64_t i = 0; i < n; ++i) REQUIRE(!out[i]);
+    s->close();
+    remove_store(path);
+    ::rmdir(dir.c_str());
+}
+
+// Cuts the log at every byte of its last record, and flips each byte of it: the store reopens to
+// the records before it, reports what it cut, and accepts writes.
+TEST_CASE(store_recovers_a_torn_or_corrupt_last_record) {
+    const std::string dir = temp_dir();
+    const std::string path = dir + "/r";
+    Model m;
+    uint64_t last_at = 0, full = 0;
+    {
+        auto s = cuckoo::Store::open(path, options(16));
+        for (int i = 0; i < 50; ++i) {
+            const std::string k = key_of(static_cast<uint64_t>(i)), v = "value" + std::to_string(i);
+            s->put(k.data(), k.size(), hash_of(*s, k), v.data(), v.size());
+            m[k] = v;
+        }
+        s->sync();
+        last_at = s->stats().log_bytes;
+        const std::string k = "the-last-key", v = "the-last-value";
+        s->put(k.data(), k.size(), hash_of(*s, k), v.data(), v.size());
+        s->close();
+        full = s->stats().log_bytes;
+        ::unlink((path + ".idx").c_str());
+    }
+    std::vector<unsigned char> bytes(full);
+    {
+        FILE* f = std::fopen(path.c_str(), "rb");
+        REQUIRE(f && std::fread(bytes.data(), 1, full, f) == full);
+        std::fclose(f);
+    }
+    auto write_file = [&](const std::vector<unsigned char>& b, uint64_t synced_end) {
+        std::vector<unsigned char> c = b;
+        // Mark only the data before the last record as synced, as after a crash before sync().
+        cuckoo::store_le64(c.data() + 48, synced_end);
+        cuckoo::store_format::put32(c.data() + 56, cuckoo::store_format::checksum32(c.data() + 48, 8, 0));
+        FILE* f = std::fopen(path.c_str(), "wb");
+        std::fwrite(c.data(), 1, c.size(), f);
+        std::fclose(f);
+    };
+    auto expect_prefix = [&](uint64_t cut_bytes) {
+        auto s = cuckoo::Store::open(path, options(16));
+        CHECK_EQ(s->size(), m.size());
+        CHECK_EQ(s->stats().recovered_at, last_at);
+        CHECK_EQ(s->stats().recovered_bytes, cut_bytes);
+        check_against(*s, m, 0, 20);
+        const std::string k = "after", v = "recovery";
+        s->put(k.data(), k.size(), hash_of(*s, k), v.data(), v.size());
+        std::string got;
+        CHECK(s->get(k.data(), k.size(), hash_of(*s, k), &got) && got == v);
+    };
+    for (uint64_t cut = last_at + 1; cut < full; ++cut) {
+        write_file(std::vector<unsigned char>(bytes.begin(), bytes.begin() + static_cast<long>(cut)), last_at);
+        expect_prefix(cut - last_at);
+    }
+    for (uint64_t at = last_at; at < full; ++at) {
+        std::vector<unsigned char> b = bytes;
+        b[at] ^= 0x20;
+        write_file(b, last_at);
+        if (at - last_at >= 12 + 12 + 14) {
+            // the padding after the record is not covered by its checksum: the record stays
+            auto s = cuckoo::Store::open(path, options(16));
+            CHECK_EQ(s->size(), m.size() + 1);
+            continue;
+        }
+        expect_prefix(full - last_at);
+    }
+    // The same damage before the synced end is corruption, not a torn tail: an error, with the offset.
+    std::vector<unsigned char> b = bytes;
+    b[cuckoo::store_format::kHeaderSize + 13] ^= 1;  // a key byte of the first record
+    write_file(b, full);
+    CHECK_THROWS(cuckoo::Store::open(path, options(16)), cuckoo::FormatError);
+    remove_store(path);
+    ::rmdir(dir.c_str());
+}
+
+TEST_CASE(second_writer_is_refused) {
+    const std::string dir = temp_dir();
+    const std::string path = dir + "/w";
+    auto a = cuckoo::Store::open(path, options(16));
+    CHECK_THROWS(cuckoo::Store::open(path, options(16)), cuckoo::StoreLockedError);
+    cuckoo::Store::Options ro = options(16);
+    ro.readonly = true;
+    CHECK_NOTHROW(cuckoo::Store::open(path, ro));
+    a->close();
+    CHECK_NOTHROW(cuckoo::Store::open(path, options(16)));
+    remove_store(path);
+    ::rmdir(dir.c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return cktest::run_all(argc, argv); }
