@@ -47,9 +47,13 @@ struct PyFilter {
 // filters read at once must therefore be locked in one global order (ReadLockPair): a reader
 // holding one filter and queued behind a writer of the other is then never waited for by that
 // writer's readers.
+//
+// Any object with the three members `mutex`, `writer_gate` and `waiting_writers` of PyFilter can
+// be locked this way (the store's Python object is another).
 class ReadLock {
 public:
-    explicit ReadLock(const PyFilter& f) : mutex_(f.mutex) {
+    template <class Guarded>
+    explicit ReadLock(const Guarded& f) : mutex_(f.mutex) {
         if (f.waiting_writers.load(std::memory_order_acquire) == 0 && mutex_.try_lock_shared()) return;
         py::gil_scoped_release nogil;
         if (f.waiting_writers.load(std::memory_order_acquire) != 0) {
@@ -67,7 +71,8 @@ private:
 
 class WriteLock {
 public:
-    explicit WriteLock(const PyFilter& f) : mutex_(f.mutex) {
+    template <class Guarded>
+    explicit WriteLock(const Guarded& f) : mutex_(f.mutex) {
         if (mutex_.try_lock()) return;
         f.waiting_writers.fetch_add(1, std::memory_order_acq_rel);
         {
@@ -99,6 +104,7 @@ using FilterClass = py::class_<PyFilter>;
 
 // Creates cuckoo._core.Filter; the register_* functions below add one concern each.
 void register_filter(py::module_& m);
-void register_persistence(FilterClass& cls);  // to_bytes, from_bytes, save/load support (format_binding.cpp)
+void register_persistence(FilterClass& cls);
+void register_store(py::module_& m);  // cuckoo._core._Store (store_binding.cpp)  // to_bytes, from_bytes, save/load support (format_binding.cpp)
 
 }  // namespace cuckoo_py

@@ -77,8 +77,69 @@ KeyBatch hashes_of_iterable(const cuckoo::KeyHasher& f, const py::handle& keys) 
     return b;
 }
 
+// Appends the bytes of one Python key to an owned VarBinary batch (see hash_of_item for why the
+// reference is held).
+void append_bytes_of_item(PyObject* item, KeyBatch& b) {
+    if (!item) {
+        PyErr_SetString(PyExc_TypeError, "None is not a valid key: keys must be int, bytes or str");
+        throw_error_already_set();
+    }
+    Py_INCREF(item);
+    bool ok;
+    {
+        KeyBytes bytes;
+        ok = key_bytes_of_object(item, bytes);
+        if (ok) b.owned_data.insert(b.owned_data.end(), bytes.data, bytes.data + bytes.len);
+    }
+    Py_DECREF(item);
+    if (!ok) throw_error_already_set();
+    b.owned_offsets.push_back(static_cast<int64_t>(b.owned_data.size()));
+    if ((b.owned_offsets.size() & (kKeysPerSignalCheck - 1)) == 0 && PyErr_CheckSignals() != 0) throw_error_already_set();
+}
+
+// Points a batch built by append_bytes_of_item at its own storage.
+void finish_owned(KeyBatch& b) {
+    b.kind = BufferKind::VarBinary;
+    b.size = b.owned_offsets.size() - 1;
+    b.var_offsets = reinterpret_cast<const unsigned char*>(b.owned_offsets.data());
+    b.offset_width = 8;
+    b.var_data = b.owned_data.data();
+    b.var_data_size = b.owned_data.size();
+}
+
+// The keys of a list, tuple or iterable as an owned VarBinary batch of their bytes.
+KeyBatch bytes_of_iterable(const py::handle& keys) {
+    KeyBatch b;
+    b.owned_offsets.push_back(0);
+    PyObject* o = keys.ptr();
+    if (PyList_Check(o)) {
+        for (Py_ssize_t k = 0; k < PyList_GET_SIZE(o); ++k) append_bytes_of_item(PyList_GET_ITEM(o, k), b);
+    } else if (PyTuple_Check(o)) {
+        for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(o); ++k) append_bytes_of_item(PyTuple_GET_ITEM(o, k), b);
+    } else {
+        py::object it = py::reinterpret_steal<py::object>(PyObject_GetIter(o));
+        if (!it) {
+            if (!PyErr_ExceptionMatches(PyExc_TypeError)) throw_error_already_set();
+            PyErr_Clear();
+            throw py::type_error(std::string("keys must be an iterable or array of int, bytes or str, not ") +
+                                 type_name(o));
+        }
+        while (PyObject* item = PyIter_Next(it.ptr())) {
+            py::object hold = py::reinterpret_steal<py::object>(item);
+            append_bytes_of_item(item, b);
+        }
+        if (PyErr_Occurred()) throw_error_already_set();
+    }
+    finish_owned(b);
+    return b;
+}
+
+KeyBatch of_iterable(const cuckoo::KeyHasher& f, const py::handle& keys, KeyForm form) {
+    return form == KeyForm::Bytes ? bytes_of_iterable(keys) : hashes_of_iterable(f, keys);
+}
+
 // A NumPy-style buffer: integers, 'S', 'U' or objects, one-dimensional, any strides.
-KeyBatch batch_of_buffer(const cuckoo::KeyHasher& f, const py::handle& keys) {
+KeyBatch batch_of_buffer(const cuckoo::KeyHasher& f, const py::handle& keys, KeyForm form) {
     if (py::isinstance<py::array>(keys)) {
         // NumPy cannot export these through the buffer protocol; say what the problem is
         const char kind = py::reinterpret_borrow<py::array>(keys).dtype().kind();
@@ -137,11 +198,20 @@ KeyBatch batch_of_buffer(const cuckoo::KeyHasher& f, const py::handle& keys) {
             }
         }
     } else if (fmt == "O") {
+        if (b.stride % static_cast<Py_ssize_t>(sizeof(PyObject*)) != 0)
+            throw py::value_error("object array with an unaligned stride");
+        if (form == KeyForm::Bytes) {
+            KeyBatch o;
+            o.owned_offsets.push_back(0);
+            const Py_ssize_t step = b.stride / static_cast<Py_ssize_t>(sizeof(PyObject*));
+            PyObject* const* items = reinterpret_cast<PyObject* const*>(b.data);
+            for (uint64_t k = 0; k < b.size; ++k) append_bytes_of_item(items[static_cast<Py_ssize_t>(k) * step], o);
+            finish_owned(o);
+            return o;
+        }
         KeyBatch h;
         h.kind = BufferKind::Hashes;
         h.hashes.reserve(b.size);
-        if (b.stride % static_cast<Py_ssize_t>(sizeof(PyObject*)) != 0)
-            throw py::value_error("object array with an unaligned stride");
         append_object_hashes(f, reinterpret_cast<PyObject* const*>(b.data), static_cast<Py_ssize_t>(b.size),
                              b.stride / static_cast<Py_ssize_t>(sizeof(PyObject*)), h.hashes);
         h.size = h.hashes.size();
@@ -239,14 +309,14 @@ KeyBatch batch_of_var_binary(const py::handle& offsets_obj, const py::handle& da
 
 }  // namespace
 
-std::vector<KeyBatch> make_batches(const cuckoo::KeyHasher& f, const py::handle& keys) {
+std::vector<KeyBatch> make_batches(const cuckoo::KeyHasher& f, const py::handle& keys, KeyForm form) {
     PyObject* o = keys.ptr();
     std::vector<KeyBatch> out;
     if (PyBytes_Check(o) || PyUnicode_Check(o) || PyByteArray_Check(o))
         throw py::type_error("a single " + type_name(o) +
                              " object is not a batch of keys: pass a list or array of keys, e.g. [key]");
     if (PyList_Check(o) || PyTuple_Check(o)) {
-        out.push_back(hashes_of_iterable(f, keys));
+        out.push_back(of_iterable(f, keys, form));
         return out;
     }
     if (PyObject_CheckBuffer(o)) {
@@ -259,7 +329,7 @@ std::vector<KeyBatch> make_batches(const cuckoo::KeyHasher& f, const py::handle&
                 throw py::value_error("keys contain masked (missing) values: missing values are not keys "
                                       "(use arr.compressed() to drop them)");
         }
-        out.push_back(batch_of_buffer(f, keys));
+        out.push_back(batch_of_buffer(f, keys, form));
         return out;
     }
     // Arrow arrays, chunked arrays, pandas Series and friends: the Python side turns them into
@@ -268,7 +338,7 @@ std::vector<KeyBatch> make_batches(const cuckoo::KeyHasher& f, const py::handle&
     static py::object* to_parts = new py::object(py::module_::import("cuckoo._inputs").attr("batch_parts"));
     py::object parts = (*to_parts)(keys);
     if (parts.is_none()) {
-        out.push_back(hashes_of_iterable(f, keys));
+        out.push_back(of_iterable(f, keys, form));
         return out;
     }
     for (py::handle part : parts) {
@@ -276,9 +346,9 @@ std::vector<KeyBatch> make_batches(const cuckoo::KeyHasher& f, const py::handle&
             py::tuple t = py::reinterpret_borrow<py::tuple>(part);
             out.push_back(batch_of_var_binary(t[0], t[1]));
         } else if (PyObject_CheckBuffer(part.ptr())) {
-            out.push_back(batch_of_buffer(f, part));
+            out.push_back(batch_of_buffer(f, part, form));
         } else {
-            out.push_back(hashes_of_iterable(f, part));
+            out.push_back(of_iterable(f, part, form));
         }
     }
     return out;

@@ -70,8 +70,82 @@ inline bool int_key_value(PyObject* key, uint64_t& out) {
     return ok;
 }
 
+// The bytes of one Python key: what its hash is computed from, and what a store keeps. An int
+// key is its 8-byte little-endian two's-complement word (so it hashes like the 8-byte key of
+// the same bytes, as the format promises).
+struct KeyBytes {
+    const unsigned char* data = nullptr;
+    size_t len = 0;
+    unsigned char word[8];
+    Py_buffer view;
+    bool has_view = false;
+
+    KeyBytes() = default;
+    KeyBytes(const KeyBytes&) = delete;
+    KeyBytes& operator=(const KeyBytes&) = delete;
+    ~KeyBytes() {
+        if (has_view) PyBuffer_Release(&view);
+    }
+};
+
+// Fills `out` with the bytes of `key`; sets a Python error (TypeError/ValueError) and returns
+// false on bad input. Callable only with the GIL held; `out` borrows from `key`.
+inline bool key_bytes_of_object(PyObject* key, KeyBytes& out) {
+    // ints first, and NumPy integer scalars and other integer-like types (__index__) last
+    auto int_key = [&] {
+        uint64_t v;
+        if (!int_key_value(key, v)) return false;
+        cuckoo::store_le64(out.word, v);
+        out.data = out.word;
+        out.len = 8;
+        return true;
+    };
+    if (PyLong_Check(key)) return int_key();
+    if (PyUnicode_Check(key)) {
+        Py_ssize_t len;
+        const char* s = PyUnicode_AsUTF8AndSize(key, &len);  // cached on the str object
+        if (!s) return false;  // UnicodeEncodeError (a ValueError): lone surrogates
+        out.data = reinterpret_cast<const unsigned char*>(s);
+        out.len = static_cast<size_t>(len);
+        return true;
+    }
+    if (PyBytes_Check(key)) {
+        out.data = reinterpret_cast<const unsigned char*>(PyBytes_AS_STRING(key));
+        out.len = static_cast<size_t>(PyBytes_GET_SIZE(key));
+        return true;
+    }
+    if (PyByteArray_Check(key)) {
+        out.data = reinterpret_cast<const unsigned char*>(PyByteArray_AS_STRING(key));
+        out.len = static_cast<size_t>(PyByteArray_GET_SIZE(key));
+        return true;
+    }
+    if (PyMemoryView_Check(key)) {
+        if (PyObject_GetBuffer(key, &out.view, PyBUF_C_CONTIGUOUS) != 0) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_ValueError, "a memoryview key must be C-contiguous (use .tobytes())");
+            return false;
+        }
+        out.has_view = true;
+        out.data = static_cast<const unsigned char*>(out.view.buf);
+        out.len = static_cast<size_t>(out.view.len);
+        return true;
+    }
+    if (key == Py_None) {
+        PyErr_SetString(PyExc_TypeError, "None is not a valid key: keys must be int, bytes or str");
+        return false;
+    }
+    if (PyFloat_Check(key)) {
+        PyErr_SetString(PyExc_TypeError, "float keys are not supported: keys must be int, bytes or str");
+        return false;
+    }
+    if (PyIndex_Check(key)) return int_key();
+    PyErr_Format(PyExc_TypeError, "keys must be int, bytes or str, not %.200s", Py_TYPE(key)->tp_name);
+    return false;
+}
+
 // Hash of one Python key; sets a Python error (TypeError/ValueError) and returns false on bad
-// input. Callable only with the GIL held.
+// input. Callable only with the GIL held. The common types are hashed in place; the rest goes
+// through key_bytes_of_object.
 inline bool hash_object(const cuckoo::KeyHasher& f, PyObject* key, uint64_t& out) {
     if (PyLong_Check(key)) {
         uint64_t v;
@@ -90,37 +164,10 @@ inline bool hash_object(const cuckoo::KeyHasher& f, PyObject* key, uint64_t& out
         out = f.hash_key(PyBytes_AS_STRING(key), static_cast<size_t>(PyBytes_GET_SIZE(key)));
         return true;
     }
-    if (PyByteArray_Check(key)) {
-        out = f.hash_key(PyByteArray_AS_STRING(key), static_cast<size_t>(PyByteArray_GET_SIZE(key)));
-        return true;
-    }
-    if (PyMemoryView_Check(key)) {
-        Py_buffer view;
-        if (PyObject_GetBuffer(key, &view, PyBUF_C_CONTIGUOUS) != 0) {
-            PyErr_Clear();
-            PyErr_SetString(PyExc_ValueError, "a memoryview key must be C-contiguous (use .tobytes())");
-            return false;
-        }
-        out = f.hash_key(view.buf, static_cast<size_t>(view.len));
-        PyBuffer_Release(&view);
-        return true;
-    }
-    if (key == Py_None) {
-        PyErr_SetString(PyExc_TypeError, "None is not a valid key: keys must be int, bytes or str");
-        return false;
-    }
-    if (PyFloat_Check(key)) {
-        PyErr_SetString(PyExc_TypeError, "float keys are not supported: keys must be int, bytes or str");
-        return false;
-    }
-    if (PyIndex_Check(key)) {  // NumPy integer scalars and other integer-like types
-        uint64_t v;
-        if (!int_key_value(key, v)) return false;
-        out = f.hash_int(v);
-        return true;
-    }
-    PyErr_Format(PyExc_TypeError, "keys must be int, bytes or str, not %.200s", Py_TYPE(key)->tp_name);
-    return false;
+    KeyBytes bytes;
+    if (!key_bytes_of_object(key, bytes)) return false;
+    out = f.hash_key(bytes.data, bytes.len);
+    return true;
 }
 
 inline uint64_t hash_key_or_throw(const cuckoo::KeyHasher& f, const py::handle& key) {
@@ -185,6 +232,10 @@ struct KeyBatch {
     uint64_t var_data_size = 0;  // bytes of var_data that may be read (its buffer's length)
     // Hashes
     std::vector<uint64_t> hashes;
+    // VarBinary built from Python objects (make_batches with KeyForm::Bytes): the storage that
+    // var_offsets / var_data point into
+    std::vector<unsigned char> owned_data;
+    std::vector<int64_t> owned_offsets;
     // Keep exported buffers and their objects alive while the GIL is released. Destroyed with
     // the GIL held.
     std::vector<py::buffer_info> held;
@@ -359,8 +410,13 @@ auto with_hasher(const cuckoo::KeyHasher& f, const KeyBatch& b, Fn&& fn) {
     }
 }
 
+// What a batch of Python objects becomes: their hashes (what a filter needs), or their bytes as
+// an owned VarBinary batch (what a store needs: it keeps the keys).
+enum class KeyForm { Hashes, Bytes };
+
 // Splits `keys` into batches (one per Arrow chunk; one otherwise), GIL held. Throws
-// TypeError/ValueError for bad input before anything is changed.
-std::vector<KeyBatch> make_batches(const cuckoo::KeyHasher& f, const py::handle& keys);
+// TypeError/ValueError for bad input before anything is changed. Buffers and Arrow data are
+// viewed in place either way.
+std::vector<KeyBatch> make_batches(const cuckoo::KeyHasher& f, const py::handle& keys, KeyForm form = KeyForm::Hashes);
 
 }  // namespace cuckoo_py

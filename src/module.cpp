@@ -56,4 +56,5 @@ PYBIND11_MODULE(_core, m) {
     m.doc() = "Compiled core of cuckoo: see the cuckoo package.";
     cuckoo_py::register_errors(m);
     cuckoo_py::register_filter(m);
+    cuckoo_py::register_store(m);
 }

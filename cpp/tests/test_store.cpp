@@ -159,7 +159,7 @@ TEST_CASE(store_equals_a_map_model_with_every_tag_width) {
             o.readonly = true;
             auto s = cuckoo::Store::open(path, o);
             check_against(*s, m, 0, 500);
-            CHECK_THROWS(s->put("a", 1, hash_of(*s, "a"), "b", 1), cuckoo::StoreLockedError);
+            CHECK_THROWS(s->put("a", 1, hash_of(*s, "a"), "b", 1), cuckoo::ReadOnlyError);
         }
         remove_store(path);
     }

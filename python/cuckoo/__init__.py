@@ -1,4 +1,4 @@
-"""cuckoo: a fast, compact cuckoo filter with a C++ core.
+"""cuckoo: a fast, compact cuckoo filter with a C++ core, and an exact store on the same hashing.
 
     >>> import cuckoo
     >>> f = cuckoo.Filter(1_000_000, fpr=0.001)
@@ -10,6 +10,9 @@ Keys are ``int`` (64-bit), ``bytes`` or ``str`` (hashed as UTF-8). Bulk methods
 (``add_many``, ``add_unique_many``, ``contains_many``, ``discard_many``,
 ``count_many``) take NumPy arrays, Arrow arrays, pandas Series, lists and other
 iterables, and return NumPy arrays.
+
+``cuckoo.Store`` is the exact counterpart: a persistent mapping of keys to bytes on a cuckoo
+index over an append-only log (no false positives; ``add_unique_many`` is exact dedup).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ try:
         FilterFullError,
         FormatError,
         ReadOnlyError,
+        StoreLockedError,
     )
 except ImportError as exc:  # pragma: no cover - only on a broken install
     raise ImportError(
@@ -29,6 +33,7 @@ except ImportError as exc:  # pragma: no cover - only on a broken install
     ) from exc
 
 from . import _display, _persist
+from .store import RecoveryWarning, Store
 
 _display.install(Filter)
 _persist.install(Filter)
@@ -41,5 +46,8 @@ __all__ = [
     "FilterFullError",
     "FormatError",
     "ReadOnlyError",
+    "RecoveryWarning",
+    "Store",
+    "StoreLockedError",
     "__version__",
 ]

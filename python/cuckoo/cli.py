@@ -1,6 +1,8 @@
 """The ``cuckoo`` command line: streaming dedup, build, query, info and a demo.
 
     cuckoo dedup big.txt > unique.txt      first occurrence of each line, in order
+    cuckoo dedup --exact big.txt           ... with no line ever dropped by mistake
+    cuckoo store import s.db big.txt       an exact key-value store file (export, get, put, ...)
     cuckoo build keys.txt -o keys.cuckoo   a filter of the lines of keys.txt
     cuckoo query keys.cuckoo < in.txt      lines that may be in keys.txt
     cuckoo info keys.cuckoo                parameters, load, memory, expected FPR
@@ -550,7 +552,60 @@ def _auto_filter(args: argparse.Namespace, sources: List[Source], fpr: float) ->
     return f, False, f"capacity {capacity:,} ({how})"
 
 
+# Exact dedup reads larger blocks: each block is one pass of the store's sorted verification over
+# its log, so fewer, larger blocks read the log fewer times.
+EXACT_BLOCK = 8 << 20
+
+
+def open_store(path: Optional[str], readonly: bool = False) -> "cuckoo.Store":
+    """A store for the CLI: errors on one line (exit 2), like filter files."""
+    try:
+        return cuckoo.Store(path, readonly=readonly)
+    except cuckoo.StoreLockedError as exc:
+        raise CliError(f"cuckoo: {exc}", EXIT_FILTER_FILE) from None
+    except (OSError, ValueError) as exc:
+        raise CliError(f"cuckoo: cannot open store '{path}': {_one_line(exc)}", EXIT_FILTER_FILE) from None
+
+
+def cmd_dedup_exact(args: argparse.Namespace) -> int:
+    """dedup --exact / --store: every "seen" is checked against the key itself, kept in a log."""
+    for opt in ("filter", "save", "capacity", "fpr"):
+        if getattr(args, opt) is not None:
+            raise CliError(f"cuckoo dedup: --{opt} is for the filter; --exact/--store keep every key exactly",
+                           EXIT_USAGE)
+    sources = sources_of(args.files)
+    store = open_store(args.store)
+    out = Output(args.output, sources)
+    block = EXACT_BLOCK if args.block_size == DEFAULT_BLOCK else args.block_size
+    progress = Progress(_progress_enabled(args), "dedup")
+    read = written = nbytes = 0
+    start = time.perf_counter()
+    try:
+        for lines, last_input in iter_blocks(sources, block):
+            mask = store._s.add_unique_spans(lines.buf, lines.starts, lines.klen)
+            out.write(lines.select(mask, final=last_input))
+            read += len(lines)
+            written += int(np.count_nonzero(mask))
+            nbytes += len(lines.buf) - (1 if lines.virtual else 0)
+            progress.update(read, nbytes)
+    finally:
+        progress.done()
+        out.close()
+        st = store.stats()
+        store.close()
+    elapsed = time.perf_counter() - start
+    where = args.store or "an anonymous temporary file, removed"
+    _note(args, f"cuckoo dedup: {read:,} lines read, {written:,} written, {read - written:,} dropped "
+                f"in {elapsed:.2f} s ({_si(read / max(elapsed, 1e-9))} lines/s)")
+    _note(args, f"cuckoo dedup: exact: no line wrongly dropped (store: {st['live_keys']:,} keys, log "
+                f"{_bytes(st['log_bytes'])} in {where}, index {_bytes(st['index_bytes'])}, "
+                f"{st['log_reads_per_lookup']:.2f} log reads per line)")
+    return EXIT_OK
+
+
 def cmd_dedup(args: argparse.Namespace) -> int:
+    if args.exact or args.store:
+        return cmd_dedup_exact(args)
     sources = sources_of(args.files)
     if args.save:
         check_can_save(args.save)
@@ -890,6 +945,212 @@ def _add_input_options(p: argparse.ArgumentParser, progress: bool = True) -> Non
                    help=f"read input in blocks of this many bytes (default {DEFAULT_BLOCK >> 20} MiB)")
 
 
+# ---- cuckoo store -----------------------------------------------------------------------------
+
+
+def _store_key(text: str, as_int: bool) -> Union[int, bytes]:
+    if not as_int:
+        return os.fsencode(text)
+    try:
+        return int(text, 0)
+    except ValueError:
+        raise CliError(f"cuckoo store: --int keys must be integers, got {text!r}", EXIT_USAGE) from None
+
+
+def cmd_store_import(args: argparse.Namespace) -> int:
+    """Appends the lines of FILEs: by default each line (with its newline, exactly as read) is the
+    value of the key that is its number (0, 1, ... after the store's existing line keys), so that
+    export writes the file back byte for byte; with --tsv, each line is KEY<TAB>VALUE."""
+    sources = sources_of(args.files)
+    store = open_store(args.store)
+    n = 0
+    try:
+        first = len(store) if not args.tsv else 0
+        for lines, _ in iter_blocks(sources, args.block_size):
+            data = lines.data
+            starts = lines.starts.tolist()
+            full = lines.full_lengths().tolist()
+            if args.tsv:
+                keys, values = [], []
+                for st, ln, kl in zip(starts, full, lines.klen.tolist()):
+                    row = data[st:st + kl]
+                    tab = row.find(b"\t")
+                    if tab < 0:
+                        raise CliError(f"cuckoo store import: line {n + len(keys) + 1} has no TAB (--tsv wants "
+                                       f"KEY<TAB>VALUE)", EXIT_USAGE)
+                    keys.append(row[:tab])
+                    values.append(row[tab + 1:])
+            else:
+                values = [data[st:st + ln] for st, ln in zip(starts, full)]
+                if lines.virtual:
+                    values[-1] = values[-1][:-1]  # the file's last line had no newline: keep it so
+                keys = np.arange(first + n, first + n + len(values), dtype=np.uint64)
+            store.put_many(keys, values)
+            n += len(lines)
+    finally:
+        store.close()
+    _note(args, f"cuckoo store import: {n:,} records into {args.store}")
+    return EXIT_OK
+
+
+def cmd_store_export(args: argparse.Namespace) -> int:
+    store = open_store(args.store, readonly=True)
+    out = Output(args.output, [])
+    try:
+        if args.tsv:
+            for k, v in store.items():
+                out.write(k + b"\t" + v + b"\n")
+        else:
+            buf: List[bytes] = []
+            size = 0
+            for v in store.values():
+                buf.append(v)
+                size += len(v)
+                if size >= DEFAULT_BLOCK:
+                    out.write(b"".join(buf))
+                    buf, size = [], 0
+            out.write(b"".join(buf))
+    finally:
+        out.close()
+        store.close()
+    return EXIT_OK
+
+
+def cmd_store_get(args: argparse.Namespace) -> int:
+    store = open_store(args.store, readonly=True)
+    missing = 0
+    try:
+        for text in args.keys:
+            v = store.get(_store_key(text, args.int))
+            if v is None:
+                missing += 1
+                sys.stderr.write(f"cuckoo store get: {text}: not found\n")
+            else:
+                sys.stdout.buffer.write(v + (b"" if v.endswith(b"\n") else b"\n"))
+    finally:
+        sys.stdout.flush()
+        store.close()
+    return EXIT_USAGE if missing else EXIT_OK
+
+
+def cmd_store_put(args: argparse.Namespace) -> int:
+    store = open_store(args.store)
+    try:
+        store[_store_key(args.key, args.int)] = os.fsencode(args.value)
+    finally:
+        store.close()
+    return EXIT_OK
+
+
+def cmd_store_del(args: argparse.Namespace) -> int:
+    store = open_store(args.store)
+    missing = 0
+    try:
+        for text in args.keys:
+            if not store.discard(_store_key(text, args.int)):
+                missing += 1
+                sys.stderr.write(f"cuckoo store del: {text}: not found\n")
+    finally:
+        store.close()
+    return EXIT_USAGE if missing else EXIT_OK
+
+
+def cmd_store_info(args: argparse.Namespace) -> int:
+    store = open_store(args.store, readonly=True)
+    try:
+        st = store.stats()
+        info = {"path": args.store, "seed": store.seed, "tag_bits": store.tag_bits, **st}
+    finally:
+        store.close()
+    st = info
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return EXIT_OK
+    print(f"store {args.store}: {st['live_keys']:,} keys")
+    print(f"  log:   {_bytes(st['log_bytes'])} ({_bytes(st['live_bytes'])} live, {_bytes(st['dead_bytes'])} dead: "
+          f"compact() reclaims them)")
+    print(f"  index: {_bytes(st['index_bytes'])} ({st['index_bytes_per_key']:.1f} bytes per key), "
+          f"{st['buckets']:,} buckets of 4, load {st['load_factor']:.1%}, {st['tag_bits']}-bit tags")
+    opened = "from its snapshot" if st["snapshot_used"] else f"from the log ({st['snapshot_note']})"
+    print(f"  opened {opened}; {st['replayed_records']:,} log records replayed")
+    if st["recovered_bytes"]:
+        print(f"  a torn tail of {st['recovered_bytes']:,} bytes at offset {st['recovered_at']:,} is ignored")
+    return EXIT_OK
+
+
+def cmd_store_compact(args: argparse.Namespace) -> int:
+    store = open_store(args.store)
+    try:
+        before = store.stats()["log_bytes"]
+        store.compact()
+        after = store.stats()["log_bytes"]
+    finally:
+        store.close()
+    _note(args, f"cuckoo store compact: {args.store}: {_bytes(before)} -> {_bytes(after)}")
+    return EXIT_OK
+
+
+STORE_EPILOG = """\
+A store is an exact key-value file: an append-only log of records and, beside it, STORE.idx
+(a snapshot of the in-memory index, written on close) and STORE.lock (one writer at a time).
+
+  cuckoo store import data.store big.txt       each line becomes a record (key: its number)
+  cuckoo store export data.store -o copy.txt   ... and comes back byte for byte
+  cuckoo store import kv.store --tsv pairs.tsv KEY<TAB>VALUE lines
+  cuckoo store get kv.store alice bob          values, one per line (exit 1 if one is missing)
+  cuckoo store put kv.store alice admin
+  cuckoo store del kv.store bob
+  cuckoo store info kv.store                   keys, log and index sizes, dead bytes
+  cuckoo store compact kv.store                rewrite the log without dead records
+
+exit codes: 0 ok, 1 usage error or a key not found, 2 a store that cannot be opened (locked,
+corrupt, unreadable)."""
+
+
+def _add_store_parser(sub: Any) -> None:
+    p = sub.add_parser("store", help="an exact key-value store file: import, export, get, put, del, info, compact",
+                       description="Exact key-value store files (cuckoo.Store) on the command line.",
+                       epilog=STORE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ops = p.add_subparsers(dest="store_command", metavar="OPERATION", parser_class=_Parser, required=True)
+
+    q = ops.add_parser("import", help="add the lines of FILEs as records")
+    q.add_argument("store", metavar="STORE")
+    _add_input_options(q, progress=False)
+    q.add_argument("--tsv", action="store_true", help="lines are KEY<TAB>VALUE (default: key = line number)")
+    q.set_defaults(_parser=q, func=cmd_store_import)
+
+    q = ops.add_parser("export", help="write the values (or --tsv, KEY<TAB>VALUE lines) in log order")
+    q.add_argument("store", metavar="STORE")
+    q.add_argument("-o", "--output", metavar="OUT", help="write to OUT (default stdout)")
+    q.add_argument("--tsv", action="store_true", help="write KEY<TAB>VALUE lines")
+    q.set_defaults(_parser=q, func=cmd_store_export)
+
+    for name, fn, what in (("get", cmd_store_get, "print the values of KEYs"),
+                           ("del", cmd_store_del, "delete KEYs")):
+        q = ops.add_parser(name, help=what)
+        q.add_argument("store", metavar="STORE")
+        q.add_argument("keys", nargs="+", metavar="KEY")
+        q.add_argument("--int", action="store_true", help="KEYs are integers (e.g. the line numbers of import)")
+        q.set_defaults(_parser=q, func=fn)
+
+    q = ops.add_parser("put", help="store VALUE under KEY")
+    q.add_argument("store", metavar="STORE")
+    q.add_argument("key", metavar="KEY")
+    q.add_argument("value", metavar="VALUE")
+    q.add_argument("--int", action="store_true", help="KEY is an integer")
+    q.set_defaults(_parser=q, func=cmd_store_put)
+
+    q = ops.add_parser("info", help="keys, log and index sizes")
+    q.add_argument("store", metavar="STORE")
+    q.add_argument("--json", action="store_true", help="print a JSON object")
+    q.set_defaults(_parser=q, func=cmd_store_info)
+
+    q = ops.add_parser("compact", help="rewrite the log with only live records (atomic)")
+    q.add_argument("store", metavar="STORE")
+    q.add_argument("-q", "--quiet", action="store_true", help="no report on stderr")
+    q.set_defaults(_parser=q, func=cmd_store_compact)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="cuckoo",
@@ -915,6 +1176,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--save", metavar="FILTER", help="save the filter to FILTER at the end")
     p.add_argument("--filter", metavar="FILTER",
                    help="start from a saved filter: lines already in it count as seen (dedup against yesterday)")
+    p.add_argument("--exact", action="store_true",
+                   help="never drop a new line: keep every distinct line in a log (an anonymous temporary "
+                        "file) and check each 'seen' against it; memory ~10 bytes per distinct line")
+    p.add_argument("--store", metavar="STORE",
+                   help="exact dedup against a persistent store (created if absent): lines already in it "
+                        "count as seen, new lines are added to it")
     p.set_defaults(_parser=p, func=cmd_dedup)
 
     p = sub.add_parser("build", help="build a filter file from the lines of FILEs",
@@ -962,6 +1229,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set-sample", type=_positive_int, default=1_000_000, metavar="N",
                    help="measure the Python set on at most N keys and scale (default 1,000,000)")
     p.set_defaults(_parser=p, func=cmd_demo)
+
+    _add_store_parser(sub)
     return parser
 
 

@@ -25,6 +25,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -35,6 +36,7 @@
 #include <vector>
 
 #include "cuckoo/evict.hpp"
+#include "cuckoo/filter.hpp"  // ReadOnlyError
 #include "cuckoo/hash.hpp"
 #include "cuckoo/locate.hpp"
 #include "cuckoo/store_log.hpp"
@@ -120,6 +122,8 @@ public:
     uint64_t version() const noexcept { return version_; }  // changes with every write
     StoreStats stats() const {
         StoreStats s = stats_;
+        s.lookups = lookups_.load(std::memory_order_relaxed);
+        s.log_reads = log_reads_.load(std::memory_order_relaxed);
         s.live = size();
         s.log_bytes = log_.end();
         s.live_bytes = live_bytes_;
@@ -465,7 +469,7 @@ private:
     }
 
     void require_writable() const {
-        if (!log_.writable()) throw StoreLockedError("the store is open read-only");
+        if (!log_.writable()) throw ReadOnlyError("the store is open read-only (readonly=True)");
     }
 
     Locator locator() const noexcept { return loc_; }
@@ -476,7 +480,7 @@ private:
     }
 
     bool key_is(uint64_t offset, const unsigned char* key, uint64_t len) {
-        ++stats_.log_reads;
+        log_reads_.fetch_add(1, std::memory_order_relaxed);
         const RecordView r = log_.read(offset);
         return r.key && !r.tombstone && r.key_len == len && std::memcmp(r.key, key, len) == 0;
     }
@@ -494,7 +498,7 @@ private:
     }
 
     Location find(uint64_t h, const unsigned char* key, uint64_t len) {
-        ++stats_.lookups;
+        lookups_.fetch_add(1, std::memory_order_relaxed);
         const KeyHash k = loc_.locate(h);
         for (const uint64_t i : {k.i1, k.i2}) {
             unsigned m = tag_matches(buckets_[i], k.fp);
@@ -650,7 +654,7 @@ private:
         std::vector<uint64_t> cand;  // (unit offset << 32) | j
         cand.reserve(n / 2 + 16);
         KeyHash located[kBatchBlock];
-        stats_.lookups += n;
+        lookups_.fetch_add(n, std::memory_order_relaxed);
         for (uint64_t start = 0; start < n; start += kBatchBlock) {
             const unsigned len = static_cast<unsigned>(std::min<uint64_t>(kBatchBlock, n - start));
             for (unsigned x = 0; x < len; ++x) {
@@ -676,7 +680,7 @@ private:
         }
         radix_sort_u64_by_high(cand);
         ForwardReader reader(log_);
-        stats_.log_reads += cand.size();
+        log_reads_.fetch_add(cand.size(), std::memory_order_relaxed);
         for (const uint64_t c : cand) {
             const uint64_t j = c & 0xFFFFFFFFull, off = (c >> 32) * 8;
             const RecordView r = reader.read(off);
@@ -833,8 +837,8 @@ private:
                 window = pos / kReleaseWindow * kReleaseWindow;
             }
         }
-        stats_.lookups = 0;
-        stats_.log_reads = 0;
+        lookups_ = 0;  // count what users ask, not what opening did
+        log_reads_ = 0;
         if (pos < limit) {
             if (pos < log_.header().synced_end)
                 throw FormatError("the store's log is corrupt at offset " + std::to_string(pos) +
@@ -859,6 +863,8 @@ private:
     uint64_t version_ = 0;
     unsigned max_kicks_;
     StoreStats stats_;
+    // Readers of one store run at once (under a shared lock): their counters are atomic.
+    std::atomic<uint64_t> lookups_{0}, log_reads_{0};
     std::string snapshot_path_;
     std::vector<EvictNode> nodes_;
     std::vector<unsigned char> key_copy_;

@@ -229,6 +229,7 @@ public:
         file_end_ += buffer_.size();
         buffer_.clear();
         if (buffer_.capacity() > 2 * kFlushBytes) buffer_.shrink_to_fit();
+        if (file_end_ > map_len_) remap();
     }
 
     // Makes every record appended so far durable, then records that in the header (made durable
@@ -279,6 +280,7 @@ public:
         buffer_.clear();
         read_header();
         file_end_ = file_size();
+        remap();
     }
 
     void sync_directory() {
@@ -332,10 +334,12 @@ private:
             encode_header(header_, h);
             if (::pwrite(fd_, h, sizeof h, 0) != static_cast<ssize_t>(sizeof h)) throw_errno("cannot write " + path_);
             file_end_ = store_format::kHeaderSize;
+            remap();
             return;
         }
         read_header();
         file_end_ = size;
+        remap();
     }
 
     void read_header() {
@@ -368,10 +372,10 @@ private:
         if (::pwrite(fd_, s, sizeof s, 48) != static_cast<ssize_t>(sizeof s)) throw_errno("cannot write the store's header");
     }
 
-    // Pointer to byte `offset` of the log (< end()).
-    const unsigned char* at(uint64_t offset) {
+    // Pointer to byte `offset` of the log (< end()). The mapping always covers the written file
+    // (remapped only by writers, under their exclusive lock), so concurrent readers never remap.
+    const unsigned char* at(uint64_t offset) const {
         if (offset >= file_end_) return buffer_.data() + (offset - file_end_);
-        if (offset >= map_len_ || file_end_ > map_len_) remap();
         return map_ + offset;
     }
 

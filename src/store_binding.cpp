@@ -1,0 +1,533 @@
+// cuckoo._core._Store: key conversion, locking and GIL handling around cuckoo::Store (the exact
+// store, cpp/include/cuckoo/store.hpp). The Python class cuckoo.Store (python/cuckoo/store.py)
+// wraps it as a MutableMapping. No algorithm lives here.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <system_error>
+#include <type_traits>
+#include <vector>
+
+#include "cuckoo/store.hpp"
+#include "errors.hpp"
+#include "filter_binding.hpp"  // ReadLock / WriteLock
+#include "keys.hpp"
+
+namespace cuckoo_py {
+
+namespace {
+
+// Keys of a bulk call are handled this many at a time: the core verifies a chunk's tag matches
+// in one sorted pass over the log, and the chunk's spans, hashes and scratch (~40 bytes a key)
+// stay small next to the index.
+constexpr uint64_t kChunkKeys = uint64_t(1) << 18;
+
+struct PyStore {
+    std::unique_ptr<cuckoo::Store> core;  // null once closed
+    // Readers share the lock, writers hold it alone (see filter_binding.hpp).
+    mutable std::shared_mutex mutex;
+    mutable std::mutex writer_gate;
+    mutable std::atomic<int> waiting_writers{0};
+
+    cuckoo::Store& open() const {
+        if (!core) throw py::value_error("I/O operation on a closed store");
+        return *core;
+    }
+};
+
+// ---- keys and values as spans ----
+
+// The byte spans (and hashes) of keys [start, start + n) of a batch. Int keys are their 8-byte
+// little-endian words, 'S' items their bytes before the NUL padding, 'U' items their UTF-8.
+struct Chunk {
+    std::vector<cuckoo::KeySpan> spans;
+    std::vector<uint64_t> hashes;
+    std::vector<unsigned char> words;  // int keys' bytes, or 'U' keys' UTF-8
+};
+
+template <class T, class = void>
+struct has_value : std::false_type {};
+template <class T>
+struct has_value<T, std::void_t<decltype(std::declval<const T&>().value(0))>> : std::true_type {};
+
+void fill_spans(const KeyBatch& b, uint64_t start, uint64_t n, Chunk& c) {
+    c.spans.resize(n);
+    switch (b.kind) {
+        case BufferKind::Int: {
+            c.words.resize(n * 8);
+            with_hasher(cuckoo::KeyHasher{0, cuckoo::HashAlgorithm::xxh3}, b, [&](auto keys) {
+                if constexpr (has_value<decltype(keys)>::value) {
+                    for (uint64_t j = 0; j < n; ++j) cuckoo::store_le64(&c.words[8 * j], keys.value(start + j));
+                }
+                return 0;
+            });
+            for (uint64_t j = 0; j < n; ++j) c.spans[j] = {&c.words[8 * j], 8};
+            return;
+        }
+        case BufferKind::Bytes:
+            for (uint64_t j = 0; j < n; ++j) {
+                const unsigned char* p = b.data + static_cast<Py_ssize_t>(start + j) * b.stride;
+                c.spans[j] = {p, cuckoo::unpadded_size(p, static_cast<size_t>(b.itemsize))};
+            }
+            return;
+        case BufferKind::Unicode: {
+            const Py_ssize_t chars = b.itemsize / 4;
+            std::vector<uint64_t> at(n + 1, 0);
+            c.words.clear();
+            for (uint64_t j = 0; j < n; ++j) {
+                const unsigned char* p = b.data + static_cast<Py_ssize_t>(start + j) * b.stride;
+                auto cp = [&](Py_ssize_t i) {
+                    uint32_t v;
+                    std::memcpy(&v, p + 4 * i, 4);
+                    return b.swap_bytes ? byteswap_value(v) : v;
+                };
+                Py_ssize_t len = chars;
+                while (len > 0 && cp(len - 1) == 0) --len;
+                const size_t base = c.words.size();
+                c.words.resize(base + static_cast<size_t>(len) * 4);
+                size_t w = 0;
+                for (Py_ssize_t i = 0; i < len; ++i) w += encode_utf8(cp(i), &c.words[base + w]);
+                c.words.resize(base + w);
+                at[j + 1] = c.words.size();
+            }
+            for (uint64_t j = 0; j < n; ++j) c.spans[j] = {c.words.data() + at[j], at[j + 1] - at[j]};
+            return;
+        }
+        case BufferKind::VarBinary:
+            for (uint64_t j = 0; j < n; ++j) {
+                const uint64_t k = start + j;
+                int64_t lo, hi;
+                if (b.offset_width == 4) {
+                    lo = offset_at<int32_t>(b.var_offsets, k);
+                    hi = offset_at<int32_t>(b.var_offsets, k + 1);
+                } else {
+                    lo = offset_at<int64_t>(b.var_offsets, k);
+                    hi = offset_at<int64_t>(b.var_offsets, k + 1);
+                }
+                c.spans[j] = {b.var_data + lo, static_cast<uint64_t>(hi - lo)};
+            }
+            return;
+        case BufferKind::Hashes:
+        default:
+            throw std::logic_error("a store batch must carry its keys' bytes");
+    }
+}
+
+void fill_chunk(const cuckoo::KeyHasher& hs, const KeyBatch& b, uint64_t start, uint64_t n, Chunk& c) {
+    fill_spans(b, start, n, c);
+    c.hashes.resize(n);
+    for (uint64_t j = 0; j < n; ++j) c.hashes[j] = hs.hash_key(c.spans[j].data, c.spans[j].len);
+}
+
+std::vector<KeyBatch> store_batches(const PyStore& self, const py::handle& keys) {
+    return make_batches(self.open().hasher(), keys, KeyForm::Bytes);
+}
+
+uint64_t total_size(const std::vector<KeyBatch>& batches) {
+    uint64_t n = 0;
+    for (const auto& b : batches) n += b.size;
+    return n;
+}
+
+// Runs fn(chunk, position of its first key) over every chunk of every batch, without the GIL
+// (the caller holds the store's lock). Between chunks the GIL is taken back to run signal
+// handlers: a Ctrl-C stops the call after the chunk it finished.
+template <class Fn>
+void for_each_chunk(const cuckoo::KeyHasher& hs, const std::vector<KeyBatch>& batches, Fn&& fn) {
+    Chunk c;
+    uint64_t pos = 0;
+    bool interrupted = false;
+    {
+        py::gil_scoped_release nogil;
+        for (const KeyBatch& b : batches) {
+            for (uint64_t start = 0; start < b.size && !interrupted; start += kChunkKeys) {
+                const uint64_t n = std::min(kChunkKeys, b.size - start);
+                fill_chunk(hs, b, start, n, c);
+                fn(c, pos, n);
+                pos += n;
+                py::gil_scoped_acquire gil;
+                interrupted = PyErr_CheckSignals() != 0;
+            }
+            if (interrupted) break;
+        }
+    }
+    if (interrupted) throw py::error_already_set();
+}
+
+// Values of put_many: each value's bytes, as one flat array of spans (values are copied into
+// `arena` when they are not bytes in a buffer already).
+struct Values {
+    std::vector<KeyBatch> batches;
+    std::vector<cuckoo::KeySpan> spans;
+    std::vector<unsigned char> arena;
+};
+
+void collect_values(const PyStore& self, const py::handle& values, uint64_t expected, Values& v) {
+    v.batches = make_batches(self.open().hasher(), values, KeyForm::Bytes);
+    if (total_size(v.batches) != expected)
+        throw py::value_error("put_many: " + std::to_string(expected) + " keys but " +
+                              std::to_string(total_size(v.batches)) + " values");
+    v.spans.reserve(expected);
+    Chunk c;
+    std::vector<std::pair<uint64_t, uint64_t>> in_arena;  // (span index, arena offset) to fix up
+    for (const KeyBatch& b : v.batches) {
+        for (uint64_t start = 0; start < b.size; start += kChunkKeys) {
+            const uint64_t n = std::min(kChunkKeys, b.size - start);
+            fill_spans(b, start, n, c);
+            const bool copied = b.kind == BufferKind::Int || b.kind == BufferKind::Unicode;
+            for (uint64_t j = 0; j < n; ++j) {
+                if (copied) {
+                    in_arena.push_back({v.spans.size(), v.arena.size()});
+                    v.arena.insert(v.arena.end(), c.spans[j].data, c.spans[j].data + c.spans[j].len);
+                }
+                v.spans.push_back(c.spans[j]);
+            }
+        }
+    }
+    for (const auto& e : in_arena) v.spans[e.first].data = v.arena.data() + e.second;
+}
+
+// ---- scalar calls ----
+
+struct ScalarKey {
+    KeyBytes bytes;
+    uint64_t hash = 0;
+};
+
+void scalar_key(const PyStore& self, const py::handle& key, ScalarKey& k) {
+    if (!key_bytes_of_object(key.ptr(), k.bytes)) throw py::error_already_set();
+    k.hash = self.open().hasher().hash_key(k.bytes.data, k.bytes.len);
+}
+
+py::object store_get(const PyStore& self, const py::handle& key) {
+    ScalarKey k;
+    scalar_key(self, key, k);
+    std::string value;
+    bool found;
+    {
+        ReadLock lock(self);
+        found = self.open().get(k.bytes.data, k.bytes.len, k.hash, &value);
+    }
+    if (!found) return py::none();
+    return py::bytes(value);
+}
+
+// Values are bytes; str is stored as its UTF-8 (like keys); nothing else.
+void value_bytes(const py::handle& value, KeyBytes& out) {
+    PyObject* v = value.ptr();
+    if (!(PyBytes_Check(v) || PyUnicode_Check(v) || PyByteArray_Check(v) || PyMemoryView_Check(v)))
+        throw py::type_error(std::string("store values must be bytes or str, not ") + type_name(v));
+    if (!key_bytes_of_object(v, out)) throw py::error_already_set();
+}
+
+// ---- registration ----
+
+py::dict stats_dict(const cuckoo::StoreStats& s) {
+    py::dict d;
+    d["live_keys"] = s.live;
+    d["log_bytes"] = s.log_bytes;
+    d["live_bytes"] = s.live_bytes;
+    d["dead_bytes"] = s.log_bytes - cuckoo::store_format::kHeaderSize - s.live_bytes;
+    d["index_bytes"] = s.index_bytes;
+    d["index_bytes_per_key"] = s.live ? static_cast<double>(s.index_bytes) / static_cast<double>(s.live) : 0.0;
+    d["buckets"] = s.bucket_count;
+    d["load_factor"] = s.bucket_count ? static_cast<double>(s.live - s.stash) / (4.0 * static_cast<double>(s.bucket_count)) : 0.0;
+    d["stash"] = s.stash;
+    d["lookups"] = s.lookups;
+    d["log_reads"] = s.log_reads;
+    d["log_reads_per_lookup"] = s.lookups ? static_cast<double>(s.log_reads) / static_cast<double>(s.lookups) : 0.0;
+    d["grows"] = s.grows;
+    d["recovered_bytes"] = s.recovered_bytes;
+    d["recovered_at"] = s.recovered_at;
+    d["replayed_records"] = s.replayed_records;
+    d["snapshot_used"] = s.snapshot_used;
+    d["snapshot_note"] = s.snapshot_note;
+    return d;
+}
+
+cuckoo::Store::Options options(bool readonly, uint64_t seed, unsigned tag_bits, uint64_t log_id) {
+    if (tag_bits < 1 || tag_bits > 16) throw py::value_error("tag_bits must be between 1 and 16");
+    cuckoo::Store::Options o;
+    o.readonly = readonly;
+    o.seed = seed;
+    o.tag_bits = tag_bits;
+    o.log_id = log_id;
+    return o;
+}
+
+template <class Out>
+py::array_t<Out> new_array(uint64_t n) {
+    return py::array_t<Out>(static_cast<py::ssize_t>(n));
+}
+
+// add_unique_many / put_many / discard_many: the chunk loop under the write lock.
+py::array_t<bool> apply_many(PyStore& self, cuckoo::Store::Op op, const std::vector<KeyBatch>& batches,
+                             const Values* values) {
+    const uint64_t total = total_size(batches);
+    py::array_t<bool> out = new_array<bool>(total);
+    bool* dst = out.mutable_data();
+    WriteLock lock(self);
+    cuckoo::Store& s = self.open();
+    // Safe without the GIL: the loop reads only buffers that `batches` and `values` hold
+    // exported, the store (write lock held), and writes `out`.
+    for_each_chunk(s.hasher(), batches, [&](const Chunk& c, uint64_t pos, uint64_t n) {
+        uint64_t done = 0;
+        s.apply_chunk(op, n, c.spans.data(), c.hashes.data(), values ? values->spans.data() + pos : nullptr, dst + pos, done);
+    });
+    return out;
+}
+
+}  // namespace
+
+void register_store(py::module_& m) {
+    py::tuple locked_bases = py::make_tuple(py::handle(error_types().base), py::handle(PyExc_OSError));
+    PyObject* locked = PyErr_NewExceptionWithDoc(
+        "cuckoo.StoreLockedError", "The store is open for writing elsewhere (one writer at a time).", locked_bases.ptr(),
+        nullptr);
+    if (!locked) throw py::error_already_set();
+    m.add_object("StoreLockedError", py::handle(locked));  // the module keeps the reference we borrow
+    static PyObject* locked_type = locked;
+    py::register_exception_translator([](std::exception_ptr p) {
+        try {
+            if (p) std::rethrow_exception(p);
+        } catch (const cuckoo::StoreLockedError& e) {
+            PyErr_SetString(locked_type, e.what());
+        } catch (const std::system_error& e) {
+            py::object exc = py::reinterpret_steal<py::object>(
+                PyObject_CallFunction(PyExc_OSError, "is", e.code().value(), e.what()));
+            if (exc) PyErr_SetObject(PyExc_OSError, exc.ptr());
+        }
+    });
+
+    py::class_<PyStore> cls(m, "_Store", "The compiled part of cuckoo.Store (use cuckoo.Store).");
+    cls.def_static(
+        "open",
+        [](const std::string& path, bool readonly, uint64_t seed, unsigned tag_bits, uint64_t log_id) {
+            auto s = std::make_unique<PyStore>();
+            {
+                py::gil_scoped_release nogil;  // reading a large log or snapshot takes a while
+                s->core = cuckoo::Store::open(path, options(readonly, seed, tag_bits, log_id));
+            }
+            return s;
+        },
+        py::arg("path"), py::arg("readonly"), py::arg("seed"), py::arg("tag_bits"), py::arg("log_id"));
+    cls.def_static(
+        "on_fd",
+        [](int fd, uint64_t seed, unsigned tag_bits, uint64_t log_id) {
+            auto s = std::make_unique<PyStore>();
+            s->core = cuckoo::Store::on_fd(fd, options(false, seed, tag_bits, log_id));
+            return s;
+        },
+        py::arg("fd"), py::arg("seed"), py::arg("tag_bits"), py::arg("log_id"));
+
+    cls.def("get", &store_get, py::arg("key"));
+    cls.def("contains", [](const PyStore& self, const py::handle& key) {
+        ScalarKey k;
+        scalar_key(self, key, k);
+        ReadLock lock(self);
+        return self.open().get(k.bytes.data, k.bytes.len, k.hash, nullptr);
+    }, py::arg("key"));
+    cls.def("put", [](PyStore& self, const py::handle& key, const py::handle& value) {
+        ScalarKey k;
+        scalar_key(self, key, k);
+        KeyBytes v;
+        value_bytes(value, v);
+        WriteLock lock(self);
+        self.open().put(k.bytes.data, k.bytes.len, k.hash, v.data, v.len);
+    }, py::arg("key"), py::arg("value"));
+    cls.def("delete", [](PyStore& self, const py::handle& key) {
+        ScalarKey k;
+        scalar_key(self, key, k);
+        WriteLock lock(self);
+        return self.open().erase(k.bytes.data, k.bytes.len, k.hash);
+    }, py::arg("key"));
+    cls.def("__len__", [](const PyStore& self) {
+        ReadLock lock(self);
+        return self.open().size();
+    });
+
+    cls.def("contains_many", [](const PyStore& self, const py::handle& keys) {
+        std::vector<KeyBatch> batches = store_batches(self, keys);
+        py::array_t<bool> out = new_array<bool>(total_size(batches));
+        bool* dst = out.mutable_data();
+        ReadLock lock(self);
+        cuckoo::Store& s = self.open();
+        std::vector<uint64_t> offs;
+        for_each_chunk(s.hasher(), batches, [&](const Chunk& c, uint64_t pos, uint64_t n) {
+            offs.resize(n);
+            s.locate_chunk(n, c.spans.data(), c.hashes.data(), offs.data());
+            for (uint64_t j = 0; j < n; ++j) dst[pos + j] = offs[j] != cuckoo::Store::kNone;
+        });
+        return out;
+    }, py::arg("keys"));
+    // get_many's parts: (found: bool[n], offsets: int64[n + 1], data: uint8[...]); value j is
+    // data[offsets[j]:offsets[j + 1]] (empty when absent). cuckoo.Store builds a list or an
+    // Arrow array from them.
+    cls.def("get_many_parts", [](const PyStore& self, const py::handle& keys) {
+        std::vector<KeyBatch> batches = store_batches(self, keys);
+        const uint64_t total = total_size(batches);
+        py::array_t<bool> found = new_array<bool>(total);
+        py::array_t<int64_t> offsets = new_array<int64_t>(total + 1);
+        bool* f = found.mutable_data();
+        int64_t* o = offsets.mutable_data();
+        std::vector<unsigned char> data;
+        {
+            ReadLock lock(self);
+            cuckoo::Store& s = self.open();
+            std::vector<uint64_t> offs, at, len;
+            std::vector<unsigned char> arena;
+            o[0] = 0;
+            for_each_chunk(s.hasher(), batches, [&](const Chunk& c, uint64_t pos, uint64_t n) {
+                offs.resize(n);
+                at.assign(n, 0);
+                len.assign(n, 0);
+                arena.clear();
+                s.locate_chunk(n, c.spans.data(), c.hashes.data(), offs.data());
+                s.read_values(n, offs.data(), arena, at.data(), len.data());
+                for (uint64_t j = 0; j < n; ++j) {
+                    f[pos + j] = offs[j] != cuckoo::Store::kNone;
+                    data.insert(data.end(), arena.begin() + static_cast<long>(at[j]),
+                                arena.begin() + static_cast<long>(at[j] + len[j]));
+                    o[pos + j + 1] = static_cast<int64_t>(data.size());
+                }
+            });
+        }
+        py::array_t<uint8_t> bytes = new_array<uint8_t>(data.size());
+        if (!data.empty()) std::memcpy(bytes.mutable_data(), data.data(), data.size());
+        return py::make_tuple(found, offsets, bytes);
+    }, py::arg("keys"));
+    cls.def("add_unique_many", [](PyStore& self, const py::handle& keys) {
+        return apply_many(self, cuckoo::Store::Op::AddUnique, store_batches(self, keys), nullptr);
+    }, py::arg("keys"));
+    cls.def("discard_many", [](PyStore& self, const py::handle& keys) {
+        return apply_many(self, cuckoo::Store::Op::Discard, store_batches(self, keys), nullptr);
+    }, py::arg("keys"));
+    cls.def(
+        "put_many",
+        [](PyStore& self, const py::handle& keys, const py::handle& values) {
+            const std::vector<KeyBatch> batches = store_batches(self, keys);  // once: keys may be an iterator
+            if (values.is_none()) return apply_many(self, cuckoo::Store::Op::Put, batches, nullptr);
+            Values v;
+            collect_values(self, values, total_size(batches), v);
+            return apply_many(self, cuckoo::Store::Op::Put, batches, &v);
+        },
+        py::arg("keys"), py::arg("values") = py::none());
+
+    // For the CLI's exact dedup: the keys are data[starts[k] : starts[k] + lengths[k]] of one
+    // buffer (a block of lines, without their newlines), so no key is copied and a block is one
+    // call (one sorted pass over the log) whatever its line lengths.
+    cls.def("add_unique_spans", [](PyStore& self, const py::buffer& data,
+                                   py::array_t<int64_t, py::array::c_style | py::array::forcecast> starts,
+                                   py::array_t<int64_t, py::array::c_style | py::array::forcecast> lengths) {
+        const py::buffer_info buf = data.request();
+        if (buf.ndim != 1 || buf.itemsize != 1 || (buf.shape[0] > 1 && buf.strides[0] != 1))
+            throw py::value_error("data must be a contiguous byte buffer");
+        if (starts.ndim() != 1 || lengths.ndim() != 1 || starts.size() != lengths.size())
+            throw py::value_error("starts and lengths must be one-dimensional and of the same length");
+        const uint64_t n = static_cast<uint64_t>(starts.size());
+        const int64_t size = static_cast<int64_t>(buf.shape[0]);
+        const int64_t* st = starts.data();
+        const int64_t* ln = lengths.data();
+        for (uint64_t k = 0; k < n; ++k)
+            if (st[k] < 0 || ln[k] < 0 || st[k] > size || ln[k] > size - st[k])
+                throw py::value_error("span " + std::to_string(k) + " lies outside the data");
+        const auto* base = static_cast<const unsigned char*>(buf.ptr);
+        py::array_t<bool> out = new_array<bool>(n);
+        bool* dst = out.mutable_data();
+        WriteLock lock(self);
+        cuckoo::Store& s = self.open();
+        const cuckoo::KeyHasher hs = s.hasher();
+        py::gil_scoped_release nogil;  // reads data/starts/lengths (held by the caller), writes out
+        Chunk c;
+        for (uint64_t pos = 0; pos < n; pos += kChunkKeys) {
+            const uint64_t m = std::min(kChunkKeys, n - pos);
+            c.spans.resize(m);
+            c.hashes.resize(m);
+            for (uint64_t j = 0; j < m; ++j) {
+                c.spans[j] = {base + st[pos + j], static_cast<uint64_t>(ln[pos + j])};
+                c.hashes[j] = hs.hash_key(c.spans[j].data, c.spans[j].len);
+            }
+            uint64_t done = 0;
+            s.apply_chunk(cuckoo::Store::Op::AddUnique, m, c.spans.data(), c.hashes.data(), nullptr, dst + pos, done);
+        }
+        return out;
+    }, py::arg("data"), py::arg("starts"), py::arg("lengths"));
+
+    // Iteration support: live record offsets in log order, and the records at given offsets.
+    cls.def("live_offsets", [](const PyStore& self) {
+        std::vector<uint64_t> offs;
+        uint64_t version;
+        {
+            ReadLock lock(self);
+            py::gil_scoped_release nogil;
+            offs = self.open().live_offsets();
+            version = self.open().version();
+        }
+        py::array_t<uint64_t> out = new_array<uint64_t>(offs.size());
+        if (!offs.empty()) std::memcpy(out.mutable_data(), offs.data(), offs.size() * 8);
+        return py::make_tuple(out, version);
+    });
+    cls.def("version", [](const PyStore& self) {
+        ReadLock lock(self);
+        return self.open().version();
+    });
+    // Records at `offsets` (from live_offsets of the same version): a list of keys, or of
+    // (key, value) pairs.
+    cls.def("read_records", [](const PyStore& self, py::array_t<uint64_t, py::array::c_style | py::array::forcecast> offsets,
+                               uint64_t version, bool with_values) {
+        ReadLock lock(self);
+        cuckoo::Store& s = self.open();
+        if (s.version() != version) throw py::value_error("store changed during iteration");
+        const uint64_t* o = offsets.data();
+        py::list out(offsets.size());
+        for (py::ssize_t j = 0; j < offsets.size(); ++j) {
+            const cuckoo::RecordView r = s.read_record(o[j]);
+            py::bytes k(reinterpret_cast<const char*>(r.key), r.key_len);
+            if (with_values)
+                out[static_cast<size_t>(j)] = py::make_tuple(k, py::bytes(reinterpret_cast<const char*>(r.value), r.value_len));
+            else
+                out[static_cast<size_t>(j)] = k;
+        }
+        return out;
+    }, py::arg("offsets"), py::arg("version"), py::arg("with_values"));
+
+    cls.def("sync", [](PyStore& self) {
+        WriteLock lock(self);
+        py::gil_scoped_release nogil;
+        self.open().sync();
+    });
+    cls.def("snapshot", [](PyStore& self) {
+        WriteLock lock(self);
+        py::gil_scoped_release nogil;
+        self.open().write_snapshot();
+    });
+    cls.def("compact", [](PyStore& self, uint64_t new_log_id) {
+        WriteLock lock(self);
+        py::gil_scoped_release nogil;
+        self.open().compact(new_log_id);
+    }, py::arg("new_log_id"));
+    cls.def("close", [](PyStore& self) {
+        WriteLock lock(self);
+        if (!self.core) return;
+        {
+            py::gil_scoped_release nogil;
+            self.core->close();
+        }
+        self.core.reset();
+    });
+    cls.def_property_readonly("closed", [](const PyStore& self) { return !self.core; });
+    cls.def("stats", [](const PyStore& self) {
+        ReadLock lock(self);
+        return stats_dict(self.open().stats());
+    });
+    cls.def_property_readonly("writable", [](const PyStore& self) { return self.open().writable(); });
+    cls.def_property_readonly("seed", [](const PyStore& self) { return self.open().header().seed; });
+    cls.def_property_readonly("tag_bits", [](const PyStore& self) { return self.open().header().tag_bits; });
+}
+
+}  // namespace cuckoo_py

@@ -1,0 +1,436 @@
+"""cuckoo.Store: exactness against a dict model (scalar and bulk paths, short tags so that tag
+collisions and log verification happen all the time), persistence, recovery, locking, inputs."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import struct
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+import cuckoo
+
+
+def kb(key) -> bytes:
+    """The bytes a store keeps for a key."""
+    if isinstance(key, int):
+        return struct.pack("<Q", key % 2**64)
+    if isinstance(key, str):
+        return key.encode()
+    return bytes(key)
+
+
+# ---- basics ----------------------------------------------------------------------------------
+
+def test_mapping_basics(tmp_path):
+    with cuckoo.Store(tmp_path / "s.ckv") as s:
+        s["alice"] = b"admin"
+        s[b"bob"] = "dev"  # str values are stored as UTF-8
+        s[7] = b"seven"
+        assert s["alice"] == b"admin" and s[b"alice"] == b"admin"  # str and bytes: one key
+        assert s["bob"] == b"dev"
+        assert s[7] == b"seven" and s[struct.pack("<Q", 7)] == b"seven"  # int: its 8-byte word
+        assert len(s) == 3 and "alice" in s and "carol" not in s
+        assert s.get("carol") is None and s.get("carol", b"x") == b"x"
+        with pytest.raises(KeyError):
+            s["carol"]
+        s["alice"] = b"root"  # overwrite moves the key to the end (log order)
+        assert list(s) == [b"bob", struct.pack("<Q", 7), b"alice"]
+        assert dict(s.items()) == {b"bob": b"dev", struct.pack("<Q", 7): b"seven", b"alice": b"root"}
+        del s["bob"]
+        with pytest.raises(KeyError):
+            del s["bob"]
+        assert s.discard("nobody") is False and s.discard(7) is True
+        assert list(s.keys()) == [b"alice"] and list(s.values()) == [b"root"]
+        assert s.pop("alice") == b"root" and len(s) == 0
+        s[b""] = b""  # the empty key and value are keys and values like any other
+        assert s[b""] == b"" and b"" in s
+    assert s.closed
+    with pytest.raises(ValueError, match="closed"):
+        s["x"]
+    s.close()  # idempotent
+
+
+def test_bad_keys_and_values_raise_and_change_nothing():
+    s = cuckoo.Store()
+    s["k"] = b"v"
+    for bad in (None, 1.5, object(), [1]):
+        with pytest.raises(TypeError):
+            s[bad] = b"v"
+        with pytest.raises(TypeError):
+            s.get(bad)
+    with pytest.raises(ValueError):
+        s[2**64] = b"v"
+    for bad in (None, 1, 1.5, ["x"]):
+        with pytest.raises(TypeError, match="bytes or str"):
+            s["k"] = bad
+    with pytest.raises(TypeError):
+        s.put_many(["a", None, "b"])
+    with pytest.raises(ValueError, match="2 keys but 1 values"):
+        s.put_many(["a", "b"], [b"x"])
+    assert dict(s.items()) == {b"k": b"v"}
+    with pytest.raises(TypeError, match="pickled"):
+        pickle.dumps(s)
+
+
+def test_anonymous_store_leaves_no_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    s = cuckoo.Store()
+    s.put_many([f"k{i}" for i in range(1000)])
+    assert len(s) == 1000 and s.path is None
+    assert os.listdir(tmp_path) == []  # unlinked at once: nothing to clean up after a crash
+    with pytest.raises(ValueError):
+        s.compact()
+    s.close()
+
+
+# ---- the dict model --------------------------------------------------------------------------
+
+KEYS = st.one_of(st.integers(0, 40), st.binary(max_size=6).map(lambda b: b"b" + b),
+                 st.text(alphabet="abcxyz", max_size=4))
+VALUES = st.binary(max_size=12)
+
+
+class StoreMachine(RuleBasedStateMachine):
+    """Every operation, scalar and bulk, against a dict whose order is the log's (an overwritten
+    key moves to the end). Closing and reopening, compaction and sync along the way."""
+
+    def __init__(self):
+        super().__init__()
+        self.model: dict = {}
+        self.store = None
+
+    @initialize(tag_bits=st.sampled_from([16, 3, 1]))
+    def open_store(self, tag_bits):
+        import tempfile
+        self.dir = tempfile.mkdtemp(prefix="cuckoo-store-machine-")
+        self.path = os.path.join(self.dir, "m.ckv")
+        self.tag_bits = tag_bits
+        self.store = cuckoo.Store(self.path, tag_bits=tag_bits, seed=1)
+
+    def teardown(self):
+        if self.store is not None:
+            self.store.close()
+            import shutil
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _set(self, k, v):
+        self.model.pop(kb(k), None)
+        self.model[kb(k)] = bytes(v)
+
+    @rule(k=KEYS, v=VALUES)
+    def put(self, k, v):
+        self.store[k] = v
+        self._set(k, v)
+
+    @rule(k=KEYS)
+    def get(self, k):
+        assert self.store.get(k) == self.model.get(kb(k))
+        assert (k in self.store) == (kb(k) in self.model)
+
+    @rule(k=KEYS)
+    def delete(self, k):
+        assert self.store.discard(k) == (self.model.pop(kb(k), None) is not None)
+
+    @rule(ks=st.lists(KEYS, max_size=30), data=st.data())
+    def put_many(self, ks, data):
+        vs = data.draw(st.lists(VALUES, min_size=len(ks), max_size=len(ks)))
+        self.store.put_many(ks, vs)
+        for k, v in zip(ks, vs):
+            self._set(k, v)
+
+    @rule(ks=st.lists(KEYS, max_size=30))
+    def add_unique_many(self, ks):
+        got = self.store.add_unique_many(ks).tolist()
+        want = []
+        for k in ks:
+            new = kb(k) not in self.model
+            want.append(new)
+            if new:
+                self.model[kb(k)] = b""
+        assert got == want
+
+    @rule(ks=st.lists(KEYS, max_size=30))
+    def discard_many(self, ks):
+        got = self.store.discard_many(ks).tolist()
+        assert got == [self.model.pop(kb(k), None) is not None for k in ks]
+
+    @rule(ks=st.lists(KEYS, max_size=30))
+    def read_many(self, ks):
+        assert self.store.contains_many(ks).tolist() == [kb(k) in self.model for k in ks]
+        assert self.store.get_many(ks) == [self.model.get(kb(k)) for k in ks]
+
+    @rule()
+    def sync(self):
+        self.store.sync()
+
+    @rule()
+    def compact(self):
+        self.store.compact()
+        assert self.store.stats()["dead_bytes"] == 0
+
+    @rule(clean=st.booleans())
+    def reopen(self, clean):
+        if clean:
+            self.store.close()
+        else:  # as after a crash of this process: what was written reaches the file, no snapshot
+            self.store.sync()
+            _drop_without_close(self.store)
+        self.store = cuckoo.Store(self.path)
+        assert self.store.tag_bits == self.tag_bits
+
+    @invariant()
+    def agrees(self):
+        if self.store is None:
+            return
+        assert len(self.store) == len(self.model)
+        assert list(self.store.items()) == list(self.model.items())
+
+
+TestStoreAgainstDict = StoreMachine.TestCase
+TestStoreAgainstDict.settings = settings(max_examples=60, stateful_step_count=40, deadline=None,
+                                         suppress_health_check=[HealthCheck.too_slow])
+
+
+def test_no_false_positive_among_a_million_absent_keys():
+    s = cuckoo.Store(seed=3)
+    present = np.arange(1_000_000, dtype=np.uint64)
+    s.put_many(present)
+    absent = np.arange(1_000_000, 2_000_000, dtype=np.uint64)
+    assert not s.contains_many(absent).any()
+    assert s.contains_many(present).all()
+    st_ = s.stats()
+    assert st_["live_keys"] == 1_000_000
+    assert st_["index_bytes_per_key"] <= 10.0
+    # absent keys cost a log read only on a tag match: about 8 / 2**16 of lookups
+    assert st_["log_reads"] < 1_000_000 + 2_000
+
+
+def test_short_tags_verify_every_match():
+    s = cuckoo.Store(tag_bits=1)  # every slot's tag matches: every lookup reads the log
+    keys = [f"key{i}" for i in range(3000)]
+    s.put_many(keys, [k.encode() * 2 for k in keys])
+    assert s.contains_many([f"key{i}" for i in range(3000, 6000)]).sum() == 0
+    assert s.get_many(keys[:5]) == [k.encode() * 2 for k in keys[:5]]
+    assert s.stats()["log_reads_per_lookup"] > 1
+
+
+# ---- bulk inputs -----------------------------------------------------------------------------
+
+def test_every_input_kind_gives_the_scalar_answers():
+    pa = pytest.importorskip("pyarrow")
+    pd = pytest.importorskip("pandas")
+    words = ["apple", "pear", "", "plum", "apple", "kiwi-" * 20, "é"]
+    ints = np.array([0, 1, 2**63, 5, 1, 7], dtype=np.uint64)
+    s = cuckoo.Store()
+    s.put_many(words[:3])
+    s.put_many(ints[:3])
+    expected_w = [w in s for w in words]
+    expected_i = [int(i) in s for i in ints]
+    assert expected_w == [True, True, True, False, True, False, False]
+    for form in (words, tuple(words), iter(words), np.array(words), np.array([w.encode() for w in words]),
+                 pa.array(words), pa.chunked_array([words[:2], words[2:]]), pd.Series(words),
+                 pa.array(words, type=pa.large_string()), np.array(words, dtype=object)):
+        assert s.contains_many(form).tolist() == expected_w, type(form)
+    for form in (ints, ints.astype(np.int64), ints.astype(">u8"), [int(i) for i in ints], ints[::-1][::-1],
+                 pa.array(ints)):
+        assert s.contains_many(form).tolist() == expected_i, type(form)
+    small = np.array([1, 2, -1], dtype=np.int8)  # sign-extended to 64 bits, as for the filter
+    s.put_many(small)
+    assert -1 in s and s.contains_many([-1, 2**64 - 1]).tolist() == [True, True]
+
+
+def test_get_many_as_list_and_arrow():
+    pa = pytest.importorskip("pyarrow")
+    s = cuckoo.Store()
+    s.put_many(["a", "b", "c"], [b"1", b"", b"333"])
+    assert s.get_many(["c", "x", "a", "b"]) == [b"333", None, b"1", b""]
+    arr = s.get_many(["c", "x", "a", "b"], format="arrow")
+    assert arr.type == pa.large_binary() and arr.to_pylist() == [b"333", None, b"1", b""]
+    with pytest.raises(ValueError):
+        s.get_many(["a"], format="dict")
+
+
+def test_put_many_values_of_every_kind():
+    pa = pytest.importorskip("pyarrow")
+    s = cuckoo.Store()
+    s.put_many(["a", "b"], np.array([b"x1", b"y22"]))
+    s.put_many(["c", "d"], pa.array(["ü", "v"]))
+    s.put_many(["e", "f"], ["w", b"z"])
+    assert s.get_many(list("abcdef")) == [b"x1", b"y22", "ü".encode(), b"v", b"w", b"z"]
+
+
+def test_batches_apply_in_order_like_scalar_calls():
+    s = cuckoo.Store()
+    assert s.add_unique_many(["a", "b", "a", "c", "b"]).tolist() == [True, True, False, True, False]
+    s.put_many(["k", "k", "k"], [b"1", b"2", b"3"])
+    assert s["k"] == b"3"
+    assert s.discard_many(["k", "k", "a", "zz"]).tolist() == [True, False, True, False]
+    assert sorted(s) == [b"b", b"c"]
+
+
+def test_iteration_sees_a_change_as_an_error():
+    s = cuckoo.Store()
+    s.put_many([f"k{i}" for i in range(10_000)])
+    it = iter(s)
+    next(it)
+    s["new"] = b"v"
+    with pytest.raises(RuntimeError, match="changed during iteration"):
+        list(it)
+
+
+# ---- persistence -----------------------------------------------------------------------------
+
+def test_reopen_uses_the_snapshot_and_replays_what_follows(tmp_path):
+    p = tmp_path / "s.ckv"
+    with cuckoo.Store(p, seed=5) as s:
+        s.put_many([f"k{i}" for i in range(5000)], [b"v%d" % i for i in range(5000)])
+        del s["k0"]
+    assert (tmp_path / "s.ckv.idx").exists()
+    s = cuckoo.Store(p)
+    st_ = s.stats()
+    assert st_["snapshot_used"] and st_["replayed_records"] == 0 and s.seed == 5
+    assert len(s) == 4999 and s["k4999"] == b"v4999" and "k0" not in s
+    s["late"] = b"x"
+    s.sync()
+    _drop_without_close(s)  # the snapshot is now older than the log
+    s = cuckoo.Store(p)
+    assert s.stats()["snapshot_used"] and s.stats()["replayed_records"] == 1
+    assert s["late"] == b"x" and len(s) == 5000
+    s.close()
+    os.unlink(tmp_path / "s.ckv.idx")
+    s = cuckoo.Store(p)  # no snapshot: the whole log is replayed
+    assert not s.stats()["snapshot_used"] and s.stats()["replayed_records"] == 5002
+    assert len(s) == 5000
+    s.close()
+
+
+def test_corrupt_snapshot_is_ignored_not_trusted(tmp_path):
+    p = tmp_path / "s.ckv"
+    with cuckoo.Store(p) as s:
+        s.put_many([f"k{i}" for i in range(3000)])
+    idx = bytearray((tmp_path / "s.ckv.idx").read_bytes())
+    for at in (0, 20, 40, 100, len(idx) - 1):
+        bad = bytearray(idx)
+        bad[at] ^= 0x40
+        (tmp_path / "s.ckv.idx").write_bytes(bytes(bad))
+        s = cuckoo.Store(p)
+        assert not s.stats()["snapshot_used"] and s.stats()["snapshot_note"]
+        assert len(s) == 3000 and s.contains_many([f"k{i}" for i in range(3000)]).all()
+        s._s.close()  # no new snapshot: keep testing the damaged one
+    (tmp_path / "s.ckv.idx").write_bytes(bytes(idx[:50]))
+    s = cuckoo.Store(p)
+    assert not s.stats()["snapshot_used"] and len(s) == 3000
+    s.close()
+
+
+def test_compact_keeps_live_records_and_order(tmp_path):
+    p = tmp_path / "s.ckv"
+    s = cuckoo.Store(p)
+    for r in range(5):
+        s.put_many([f"k{i}" for i in range(1000)], [b"r%d" % r] * 1000)
+    s.discard_many([f"k{i}" for i in range(0, 1000, 2)])
+    before = list(s.items())
+    st_ = s.stats()
+    assert st_["dead_bytes"] > 4 * st_["live_bytes"]
+    s.compact()
+    assert list(s.items()) == before and s.stats()["dead_bytes"] == 0
+    assert os.path.getsize(p) == 64 + s.stats()["live_bytes"]
+    s.close()
+    s = cuckoo.Store(p)
+    assert list(s.items()) == before and s.stats()["snapshot_used"]
+    s.close()
+
+
+def test_one_writer_many_readers(tmp_path):
+    p = tmp_path / "s.ckv"
+    w = cuckoo.Store(p)
+    w["a"] = b"1"
+    w.sync()
+    with pytest.raises(cuckoo.StoreLockedError, match="one writer"):
+        cuckoo.Store(p)
+    assert issubclass(cuckoo.StoreLockedError, (cuckoo.CuckooError, OSError))
+    r = cuckoo.Store(p, readonly=True)
+    assert r["a"] == b"1" and r.readonly
+    with pytest.raises(cuckoo.ReadOnlyError):
+        r["b"] = b"2"
+    with pytest.raises(cuckoo.ReadOnlyError):
+        r.put_many(["b"])
+    w.close()
+    cuckoo.Store(p).close()  # the lock went with close()
+
+
+def test_not_a_store_is_a_format_error(tmp_path):
+    p = tmp_path / "junk"
+    p.write_bytes(b"not a store at all" * 10)
+    with pytest.raises(cuckoo.FormatError, match="not a cuckoo store"):
+        cuckoo.Store(p)
+    with pytest.raises(ValueError, match="not a regular file"):
+        cuckoo.Store(tmp_path)
+    with pytest.raises(ValueError, match="not a regular file"):
+        cuckoo.Store("/dev/null")
+    with pytest.raises(FileNotFoundError):
+        cuckoo.Store(tmp_path / "missing" / "s.ckv")
+
+
+def _drop_without_close(store):
+    """What a crash after the last write leaves: the records reach the file (the C++ object
+    flushes when destroyed) but no sync marks them durable and no snapshot is written."""
+    import gc
+    store._s = None
+    gc.collect()
+
+
+def _last_record_setup(tmp_path):
+    p = tmp_path / "s.ckv"
+    s = cuckoo.Store(p)
+    s.put_many([f"k{i}" for i in range(100)], [b"v%d" % i for i in range(100)])
+    s.sync()
+    synced = os.path.getsize(p)
+    s["last"] = b"the last value"
+    _drop_without_close(s)
+    assert not os.path.exists(str(p) + ".idx")
+    return p, p.read_bytes(), synced
+
+
+def test_torn_last_record_is_cut_and_reported(tmp_path):
+    p, data, synced = _last_record_setup(tmp_path)
+    for cut in (synced + 1, synced + 11, len(data) - 1):
+        p.write_bytes(data[:cut])
+        with pytest.warns(cuckoo.RecoveryWarning, match=f"offset {synced}"):
+            s = cuckoo.Store(p)
+        assert len(s) == 100 and "last" not in s and s["k99"] == b"v99"
+        s["again"] = b"ok"
+        s.close()
+        assert os.path.getsize(p) > synced
+
+
+def test_bit_flip_in_last_record_is_cut(tmp_path):
+    p, data, synced = _last_record_setup(tmp_path)
+    bad = bytearray(data)
+    bad[synced + 14] ^= 1  # a key byte of the last record (written after the last sync)
+    p.write_bytes(bytes(bad))
+    with pytest.warns(cuckoo.RecoveryWarning):
+        s = cuckoo.Store(p, readonly=True)  # a reader ignores the tail
+    assert len(s) == 100
+    s.close()
+    assert os.path.getsize(p) == len(data)  # a reader never cuts
+
+
+def test_damage_before_the_synced_end_is_an_error_with_its_offset(tmp_path):
+    p = tmp_path / "s.ckv"
+    with cuckoo.Store(p) as s:
+        s.put_many([f"k{i}" for i in range(100)])
+    os.unlink(str(p) + ".idx")
+    bad = bytearray(p.read_bytes())
+    bad[64 + 13] ^= 1
+    p.write_bytes(bytes(bad))
+    with pytest.raises(cuckoo.FormatError, match="corrupt at offset 64"):
+        cuckoo.Store(p)
