@@ -206,15 +206,20 @@ public:
                      bool* out, uint64_t& done) {
         require_writable();
         done = 0;
-        std::vector<uint64_t> current(n, kNone);  // before the chunk: each key's live record
+        // Scratch kept between chunks (writers hold the store alone): fresh vectors would cost
+        // page faults and zeroing at every chunk.
+        std::vector<uint64_t>& current = scratch_current_;  // before the chunk: each key's live record
+        current.assign(n, kNone);
         verify_candidates(n, keys, hashes, current.data());
         // First occurrence of each key in the chunk: its later copies share its state. Found with
         // an open-addressing table of chunk positions keyed by hash (keys compared in memory).
-        std::vector<uint32_t> first(n);
+        std::vector<uint32_t>& first = scratch_first_;
+        first.resize(n);
         {
             uint64_t cap = 16;
             while (cap < 2 * n) cap <<= 1;
-            std::vector<uint32_t> slots(cap, UINT32_MAX);
+            std::vector<uint32_t>& slots = scratch_slots_;
+            slots.assign(cap, UINT32_MAX);
             for (uint64_t j = 0; j < n; ++j) {
                 // AddUnique: a key already in the store is never new, whatever its copies do.
                 if (op == Op::AddUnique && current[j] != kNone) {
@@ -238,7 +243,13 @@ public:
                 }
             }
         }
+        constexpr uint64_t kAhead = 16;  // keys whose buckets are prefetched before they are placed
         for (uint64_t j = 0; j < n; ++j) {
+            if (j + kAhead < n) {
+                const KeyHash a = loc_.locate(hashes[j + kAhead]);
+                __builtin_prefetch(&buckets_[a.i1], 1, 3);
+                __builtin_prefetch(&buckets_[a.i2], 1, 3);
+            }
             const uint64_t h = hashes[j];
             uint64_t& cur = current[first[j]];
             const KeySpan k = keys[j];
@@ -421,7 +432,7 @@ public:
 
 private:
     static constexpr uint64_t kSnapshotHeader = 96;
-    static constexpr uint64_t kReleaseWindow = uint64_t(16) << 20;
+    static constexpr uint64_t kReleaseWindow = uint64_t(4) << 20;
 
     explicit Store(const Options& o) : max_kicks_(o.max_kicks) {}
 
@@ -608,42 +619,98 @@ private:
     }
 
     // Rebuilds the index 1.5 times larger (a multiple of 8 buckets), re-placing each entry from
-    // its key, read from the log in offset order.
+    // its key, read from the log in offset order. The live offsets are listed in order through a
+    // bitmap of the log's 8-byte units (log size / 64 bytes) or, when that is larger, a sorted
+    // array of 32-bit units (4 bytes a key, plus as much to sort): the peak memory of a growth is
+    // the old and the new table plus the smaller of the two.
     void grow() {
         const uint64_t old = buckets_.size();
         uint64_t target = (old * 3 / 2 + kBlockBuckets - 1) / kBlockBuckets * kBlockBuckets;
         if (target > kMaxBucketCountStore) target = kMaxBucketCountStore;
         if (target <= old) return;  // at the largest index: entries beyond it go to the stash
-        std::vector<uint64_t> units;
-        units.reserve(count_);
-        for (const StoreBucket& b : buckets_)
-            for (unsigned s = 0; s < 4; ++s)
-                if (b.tag[s]) units.push_back(b.unit[s]);
+        std::vector<StoreBucket> old_buckets;
+        old_buckets.swap(buckets_);
         std::unordered_multimap<uint64_t, uint64_t> stash;
         stash.swap(stash_);
-        radix_sort_u64(units, 4);
-        resize_index(target);
-        rehash_from_log(units);
+        const uint64_t units_in_log = log_.end() / 8;
+        if (units_in_log / 64 + 1 <= count_ * 2) {
+            std::vector<uint64_t> live(units_in_log / 64 + 1, 0);
+            for (const StoreBucket& b : old_buckets)
+                for (unsigned s = 0; s < 4; ++s)
+                    if (b.tag[s]) live[b.unit[s] / 64] |= uint64_t(1) << (b.unit[s] % 64);
+            release_vector(old_buckets);
+            resize_index(target);
+            size_t word = 0;
+            uint64_t bits = live[0];
+            rehash_from_log([&](uint32_t* out, unsigned max) {
+                unsigned n = 0;
+                while (n < max) {
+                    while (bits == 0) {
+                        if (word + 1 >= live.size()) return n;  // (stays at the end on later calls)
+                        bits = live[++word];
+                    }
+                    out[n++] = static_cast<uint32_t>(word * 64 + static_cast<unsigned>(__builtin_ctzll(bits)));
+                    bits &= bits - 1;
+                }
+                return n;
+            });
+        } else {
+            std::vector<uint32_t> units;
+            units.reserve(count_);
+            for (const StoreBucket& b : old_buckets)
+                for (unsigned s = 0; s < 4; ++s)
+                    if (b.tag[s]) units.push_back(b.unit[s]);
+            release_vector(old_buckets);
+            radix_sort_u32(units);
+            resize_index(target);
+            size_t at = 0;
+            rehash_from_log([&](uint32_t* out, unsigned max) {
+                const unsigned n = static_cast<unsigned>(std::min<size_t>(max, units.size() - at));
+                std::memcpy(out, units.data() + at, n * sizeof(uint32_t));
+                at += n;
+                return n;
+            });
+        }
         for (const auto& e : stash) place(e.first, e.second);
         ++stats_.grows;
     }
 
-    // Places the records at `units` (ascending offsets / 8) into the (empty) index, hashing
-    // their keys; blocks of keys are hashed and their buckets prefetched before placing.
-    void rehash_from_log(const std::vector<uint64_t>& units) {
+    template <class T>
+    static void release_vector(std::vector<T>& v) {
+        std::vector<T>().swap(v);
+    }
+
+    static void radix_sort_u32(std::vector<uint32_t>& v) {
+        std::vector<uint32_t> tmp(v.size());
+        for (unsigned shift = 0; shift < 32; shift += 8) {
+            size_t count[257] = {0};
+            for (uint32_t x : v) ++count[((x >> shift) & 0xFF) + 1];
+            for (int i = 0; i < 256; ++i) count[i + 1] += count[i];
+            for (uint32_t x : v) tmp[count[(x >> shift) & 0xFF]++] = x;
+            v.swap(tmp);
+        }
+    }
+
+    // Places the records whose units next_units(out, max) lists in ascending order into the
+    // (empty) index, hashing their keys; blocks of keys are hashed and their buckets prefetched
+    // before placing.
+    template <class NextUnits>
+    void rehash_from_log(NextUnits&& next_units) {
         const KeyHasher hs = hasher();
         ForwardReader reader(log_);
         uint64_t hashes[kBatchBlock];
-        for (size_t start = 0; start < units.size(); start += kBatchBlock) {
-            const size_t len = std::min<size_t>(kBatchBlock, units.size() - start);
-            for (size_t j = 0; j < len; ++j) {
-                const RecordView r = reader.read(units[start + j] * 8);
+        uint32_t units[kBatchBlock];
+        while (true) {
+            const unsigned len = next_units(units, kBatchBlock);
+            if (len == 0) break;
+            for (unsigned j = 0; j < len; ++j) {
+                const RecordView r = reader.read(uint64_t(units[j]) * 8);
                 hashes[j] = hs.hash_key(r.key, r.key_len);
                 const KeyHash k = loc_.locate(hashes[j]);
                 __builtin_prefetch(&buckets_[k.i1], 1, 3);
                 __builtin_prefetch(&buckets_[k.i2], 1, 3);
             }
-            for (size_t j = 0; j < len; ++j) place(hashes[j], units[start + j] * 8);
+            for (unsigned j = 0; j < len; ++j) place(hashes[j], uint64_t(units[j]) * 8);
         }
     }
 
@@ -868,6 +935,8 @@ private:
     std::string snapshot_path_;
     std::vector<EvictNode> nodes_;
     std::vector<unsigned char> key_copy_;
+    std::vector<uint64_t> scratch_current_;
+    std::vector<uint32_t> scratch_first_, scratch_slots_;
 };
 
 }  // namespace cuckoo
