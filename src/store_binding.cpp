@@ -365,23 +365,20 @@ void register_store(py::module_& m) {
         });
         return out;
     }, py::arg("keys"));
-    // get_many's parts: (found: bool[n], offsets: int64[n + 1], data: uint8[...]); value j is
-    // data[offsets[j]:offsets[j + 1]] (empty when absent). cuckoo.Store builds a list or an
-    // Arrow array from them.
-    cls.def("get_many_parts", [](const PyStore& self, const py::handle& keys) {
+    // get_many: the values (bytes, None where absent) as a list, or, as_parts=True, as
+    // (found: bool[n], offsets: int64[n + 1], data: uint8[...]) with value j at
+    // data[offsets[j]:offsets[j + 1]] (cuckoo.Store builds an Arrow array from those, zero copy).
+    cls.def("get_many", [](const PyStore& self, const py::handle& keys, bool as_parts) -> py::object {
         std::vector<KeyBatch> batches = store_batches(self, keys);
         const uint64_t total = total_size(batches);
-        py::array_t<bool> found = new_array<bool>(total);
-        py::array_t<int64_t> offsets = new_array<int64_t>(total + 1);
-        bool* f = found.mutable_data();
-        int64_t* o = offsets.mutable_data();
+        std::vector<uint64_t> value_at(total + 1, 0);
+        std::vector<uint8_t> found(total, 0);
         std::vector<unsigned char> data;
         {
             ReadLock lock(self);
             cuckoo::Store& s = self.open();
             std::vector<uint64_t> offs, at, len;
             std::vector<unsigned char> arena;
-            o[0] = 0;
             for_each_chunk(s.hasher(), batches, [&](const Chunk& c, uint64_t pos, uint64_t n) {
                 offs.resize(n);
                 at.assign(n, 0);
@@ -390,17 +387,35 @@ void register_store(py::module_& m) {
                 s.locate_chunk(n, c.spans.data(), c.hashes.data(), offs.data());
                 s.read_values(n, offs.data(), arena, at.data(), len.data());
                 for (uint64_t j = 0; j < n; ++j) {
-                    f[pos + j] = offs[j] != cuckoo::Store::kNone;
+                    found[pos + j] = offs[j] != cuckoo::Store::kNone;
                     data.insert(data.end(), arena.begin() + static_cast<long>(at[j]),
                                 arena.begin() + static_cast<long>(at[j] + len[j]));
-                    o[pos + j + 1] = static_cast<int64_t>(data.size());
+                    value_at[pos + j + 1] = data.size();
                 }
             });
         }
+        if (!as_parts) {
+            py::list out(total);
+            for (uint64_t j = 0; j < total; ++j) {
+                if (!found[j]) {
+                    out[j] = py::none();
+                    continue;
+                }
+                PyObject* b = PyBytes_FromStringAndSize(reinterpret_cast<const char*>(data.data()) + value_at[j],
+                                                        static_cast<Py_ssize_t>(value_at[j + 1] - value_at[j]));
+                if (!b) throw py::error_already_set();
+                PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(j), b);  // steals b (the slot is still empty)
+            }
+            return std::move(out);
+        }
+        py::array_t<bool> f = new_array<bool>(total);
+        py::array_t<int64_t> o = new_array<int64_t>(total + 1);
         py::array_t<uint8_t> bytes = new_array<uint8_t>(data.size());
+        for (uint64_t j = 0; j < total; ++j) f.mutable_data()[j] = found[j] != 0;
+        for (uint64_t j = 0; j <= total; ++j) o.mutable_data()[j] = static_cast<int64_t>(value_at[j]);
         if (!data.empty()) std::memcpy(bytes.mutable_data(), data.data(), data.size());
-        return py::make_tuple(found, offsets, bytes);
-    }, py::arg("keys"));
+        return py::make_tuple(f, o, bytes);
+    }, py::arg("keys"), py::arg("as_parts") = false);
     cls.def("add_unique_many", [](PyStore& self, const py::handle& keys) {
         return apply_many(self, cuckoo::Store::Op::AddUnique, store_batches(self, keys), nullptr);
     }, py::arg("keys"));

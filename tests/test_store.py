@@ -434,3 +434,39 @@ def test_damage_before_the_synced_end_is_an_error_with_its_offset(tmp_path):
     p.write_bytes(bytes(bad))
     with pytest.raises(cuckoo.FormatError, match="corrupt at offset 64"):
         cuckoo.Store(p)
+
+
+def test_threads_read_while_one_writes():
+    """Readers (bulk and scalar, GIL released in bulk) and a writer share one store: every key
+    a reader saw written stays found, and the end state is the model's."""
+    import threading
+    s = cuckoo.Store()
+    base = np.arange(50_000, dtype=np.uint64)
+    s.put_many(base)
+    errors = []
+    stop = threading.Event()
+
+    def reader():
+        try:
+            while not stop.is_set():
+                assert s.contains_many(base).all()
+                assert 7 in s and s.get(12) == b""
+                n = len(s)
+                assert n >= 50_000
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=reader) for _ in range(3)]
+    for t in threads:
+        t.start()
+    try:
+        for r in range(20):
+            more = np.arange(100_000 + r * 10_000, 100_000 + (r + 1) * 10_000, dtype=np.uint64)
+            s.put_many(more, [b"v"] * len(more))
+            s.discard_many(more[::2])
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert not errors, errors[0]
+    assert len(s) == 50_000 + 20 * 5_000

@@ -161,19 +161,17 @@ class Store(MutableMapping):
         """The value of each key, ``None`` where absent: a list (``format="list"``), or a
         ``pyarrow.LargeBinaryArray`` with nulls for absent keys (``format="arrow"``, zero copy
         from the values read)."""
-        found, offsets, data = self._s.get_many_parts(keys)
-        if format == "arrow":
-            import pyarrow as pa
-
-            validity = pa.array(found, type=pa.bool_()).buffers()[1]
-            return pa.LargeBinaryArray.from_buffers(
-                pa.large_binary(), len(found), [validity, pa.py_buffer(offsets), pa.py_buffer(data)],
-                null_count=int(len(found) - found.sum()))
-        if format != "list":
+        if format == "list":
+            return self._s.get_many(keys)
+        if format != "arrow":
             raise ValueError(f"format must be 'list' or 'arrow', not {format!r}")
-        raw = data.tobytes()
-        off = offsets.tolist()
-        return [raw[off[j]:off[j + 1]] if f else None for j, f in enumerate(found.tolist())]
+        import pyarrow as pa
+
+        found, offsets, data = self._s.get_many(keys, True)
+        validity = pa.array(found, type=pa.bool_()).buffers()[1]
+        return pa.LargeBinaryArray.from_buffers(
+            pa.large_binary(), len(found), [validity, pa.py_buffer(offsets), pa.py_buffer(data)],
+            null_count=int(len(found) - found.sum()))
 
     # ---- durability and maintenance ----
     def sync(self) -> None:
