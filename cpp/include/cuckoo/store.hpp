@@ -493,7 +493,7 @@ private:
     bool key_is(uint64_t offset, const unsigned char* key, uint64_t len) {
         log_reads_.fetch_add(1, std::memory_order_relaxed);
         const RecordView r = log_.read(offset);
-        return r.key && !r.tombstone && r.key_len == len && std::memcmp(r.key, key, len) == 0;
+        return !r.tombstone && r.key_len == len && std::memcmp(r.key, key, len) == 0;
     }
 
     static unsigned tag_matches(const StoreBucket& b, uint32_t tag) noexcept {
@@ -751,7 +751,7 @@ private:
         for (const uint64_t c : cand) {
             const uint64_t j = c & 0xFFFFFFFFull, off = (c >> 32) * 8;
             const RecordView r = reader.read(off);
-            if (r.key && !r.tombstone && r.key_len == keys[j].len && std::memcmp(r.key, keys[j].data, keys[j].len) == 0)
+            if (!r.tombstone && r.key_len == keys[j].len && std::memcmp(r.key, keys[j].data, keys[j].len) == 0)
                 offsets[j] = off;
         }
     }

@@ -162,19 +162,20 @@ public:
         return offset;
     }
 
-    // Reads the record at `offset` (< end()). The offset came from the index, which may have
-    // been loaded from a snapshot file: the lengths are checked against the log's end, so that
-    // a wrong offset can give a wrong record (the caller compares keys) but never a read
-    // outside the log.
+    // Reads the record at `offset` (< end()) and checks it: its lengths against the log's end
+    // (the offset came from the index, which may have been loaded from a snapshot: a read never
+    // leaves the log) and its checksum (a record damaged after its snapshot was written raises
+    // FormatError instead of answering with damaged bytes; ~5 ns for a short record).
     RecordView read(uint64_t offset) {
         using namespace store_format;
         const unsigned char* p = at(offset);
         const uint64_t avail = end() - offset;
         RecordView v;
-        if (avail < kRecordHeader) return v;  // key_len 0 with key null: matches nothing
+        if (offset >= end() || avail < kRecordHeader) corrupt(offset);
         const uint32_t klen = load_le32(p + 4), vfield = load_le32(p + 8);
         const uint64_t vlen = vfield == kTombstone ? 0 : vfield;
-        if (kRecordHeader + uint64_t(klen) + vlen > avail) return RecordView{};
+        if (kRecordHeader + uint64_t(klen) + vlen > avail) corrupt(offset);
+        if (load_le32(p) != checksum32(p + 4, kRecordHeader - 4 + klen + vlen, offset)) corrupt(offset);
         v.key = p + kRecordHeader;
         v.key_len = klen;
         v.value = p + kRecordHeader + klen;
@@ -182,6 +183,11 @@ public:
         v.tombstone = vfield == kTombstone;
         v.size = record_size(klen, vlen);
         return v;
+    }
+
+    [[noreturn]] void corrupt(uint64_t offset) const {
+        throw FormatError("the store's log is corrupt at offset " + std::to_string(offset) +
+                          " (a record fails its checksum or runs past the log)");
     }
 
     // Validates the record at `offset` of the written file (recovery): its lengths fit before
