@@ -511,6 +511,11 @@ void register_store(py::module_& m) {
         return out;
     }, py::arg("offsets"), py::arg("version"), py::arg("with_values"));
 
+    cls.def("reserve", [](PyStore& self, uint64_t n) {
+        WriteLock lock(self);
+        py::gil_scoped_release nogil;
+        self.open().reserve(n);
+    }, py::arg("n"));
     cls.def("sync", [](PyStore& self) {
         WriteLock lock(self);
         py::gil_scoped_release nogil;

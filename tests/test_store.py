@@ -213,6 +213,20 @@ def test_no_false_positive_among_a_million_absent_keys():
     assert st_["log_reads"] < 1_000_000 + 2_000
 
 
+def test_reserve_skips_growth_and_keeps_every_key():
+    s = cuckoo.Store()
+    s.put_many(np.arange(1000, dtype=np.uint64))
+    grows = s.stats()["grows"]
+    s.reserve(200_000)  # rebuilt once, now, from the log
+    assert s.stats()["grows"] == grows + 1 and s.contains_many(np.arange(1000, dtype=np.uint64)).all()
+    s.put_many(np.arange(1000, 200_000, dtype=np.uint64))
+    st_ = s.stats()
+    assert st_["grows"] == grows + 1 and len(s) == 200_000 and st_["index_bytes_per_key"] <= 6.5
+    assert s.contains_many(np.arange(200_000, dtype=np.uint64)).all()
+    with pytest.raises(TypeError):
+        s.reserve(-1)
+
+
 def test_short_tags_verify_every_match():
     s = cuckoo.Store(tag_bits=1)  # every slot's tag matches: every lookup reads the log
     keys = [f"key{i}" for i in range(3000)]

@@ -173,6 +173,14 @@ class Store(MutableMapping):
             pa.large_binary(), len(found), [validity, pa.py_buffer(offsets), pa.py_buffer(data)],
             null_count=int(len(found) - found.sum()))
 
+    def reserve(self, n: int) -> None:
+        """Makes room in the index for ``n`` keys in all: a bulk load that knows (about) how many
+        keys come skips the index's growths on the way (each re-reads every key from the log).
+        Memory is that of an index grown to ``n`` keys."""
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise TypeError("reserve() takes a non-negative int")
+        self._s.reserve(n)
+
     # ---- durability and maintenance ----
     def sync(self) -> None:
         """Makes every earlier write durable (fsync of the log)."""

@@ -26,6 +26,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -299,6 +300,21 @@ public:
     }
 
     // ---- whole-store operations ----
+    // Makes room for `n` keys in all, so that adding up to that many grows the index at most
+    // once, now (a bulk load that knows its size skips the growths on the way). The index is
+    // sized for n at its growth load: what growing would have reached.
+    void reserve(uint64_t n) {
+        require_writable();
+        const double buckets = std::ceil(static_cast<double>(n) / (4.0 * kMaxLoad));
+        if (buckets > static_cast<double>(kMaxBucketCountStore))
+            throw std::length_error("a store holds at most 2^34 keys");
+        const uint64_t want = (static_cast<uint64_t>(buckets) + kBlockBuckets - 1) / kBlockBuckets * kBlockBuckets;
+        if (want <= buckets_.size()) return;
+        if (size() == 0) resize_index(want);
+        else rebuild(want);
+        ++version_;
+    }
+
     // Byte offsets of every live record, ascending (= order of last write).
     std::vector<uint64_t> live_offsets() const {
         std::vector<uint64_t> units;
@@ -623,11 +639,11 @@ private:
     // bitmap of the log's 8-byte units (log size / 64 bytes) or, when that is larger, a sorted
     // array of 32-bit units (4 bytes a key, plus as much to sort): the peak memory of a growth is
     // the old and the new table plus the smaller of the two.
-    void grow() {
-        const uint64_t old = buckets_.size();
-        uint64_t target = (old * 3 / 2 + kBlockBuckets - 1) / kBlockBuckets * kBlockBuckets;
+    void grow() { rebuild((buckets_.size() * 3 / 2 + kBlockBuckets - 1) / kBlockBuckets * kBlockBuckets); }
+
+    void rebuild(uint64_t target) {
         if (target > kMaxBucketCountStore) target = kMaxBucketCountStore;
-        if (target <= old) return;  // at the largest index: entries beyond it go to the stash
+        if (target <= buckets_.size()) return;  // at the largest index: entries beyond it go to the stash
         std::vector<StoreBucket> old_buckets;
         old_buckets.swap(buckets_);
         std::unordered_multimap<uint64_t, uint64_t> stash;
