@@ -48,6 +48,11 @@ def test_mapping_basics(tmp_path):
         assert s.discard("nobody") is False and s.discard(7) is True
         assert list(s.keys()) == [b"alice"] and list(s.values()) == [b"root"]
         assert s.pop("alice") == b"root" and len(s) == 0
+        s.update({"x": b"1", "y": b"2"}, z="3")
+        assert s.setdefault("x", b"9") == b"1" and s == {b"x": b"1", b"y": b"2", b"z": b"3"}
+        assert list(s.values()) == [b"1", b"2", b"3"] and (b"y", b"2") in s.items()
+        s.clear()
+        assert len(s) == 0 and list(s) == []
         s[b""] = b""  # the empty key and value are keys and values like any other
         assert s[b""] == b"" and b"" in s
     assert s.closed

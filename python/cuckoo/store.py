@@ -21,7 +21,7 @@ import os
 import secrets
 import tempfile
 import warnings
-from collections.abc import ItemsView, Iterator, MutableMapping
+from collections.abc import ItemsView, Iterator, MutableMapping, ValuesView
 from typing import Any, Optional, Tuple, Union
 
 import numpy as np
@@ -127,6 +127,13 @@ class Store(MutableMapping):
 
     def items(self):  # type: ignore[override]
         return _ItemsView(self)
+
+    def values(self):  # type: ignore[override]
+        return _ValuesView(self)
+
+    def clear(self) -> None:
+        """Deletes every key (one tombstone each; compact() then reclaims the log)."""
+        self._s.discard_many(list(self))
 
     def __repr__(self) -> str:
         if self._s.closed:
@@ -244,6 +251,13 @@ class Store(MutableMapping):
 
     def __reduce__(self):
         raise TypeError("a cuckoo.Store cannot be pickled: open it by path in the other process")
+
+
+class _ValuesView(ValuesView):
+    """values() of a Store: the values in log order, read in one pass over the log."""
+
+    def __iter__(self) -> Iterator[bytes]:
+        return (v for _, v in self._mapping._records(True))
 
 
 class _ItemsView(ItemsView):
