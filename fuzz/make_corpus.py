@@ -1,6 +1,7 @@
-"""Writes the seed corpus of fuzz/fuzz_from_bytes.py: small valid filters of several shapes.
+"""Writes the seed corpora of fuzz/fuzz_from_bytes.py (small valid filters of several shapes) and
+fuzz/fuzz_store.py (small valid stores, with and without their snapshot).
 
-    python fuzz/make_corpus.py      # rewrites fuzz/corpus/from_bytes/*
+    python fuzz/make_corpus.py      # rewrites fuzz/corpus/from_bytes/* and fuzz/corpus/store/*
 
 Deterministic (fixed seeds and keys): rerunning it gives the same files unless the format changes.
 """
@@ -37,7 +38,48 @@ def shapes():
     yield "full_b2_f5", full
 
 
+STORE_HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "store")
+
+
+def store_seeds():
+    """Small stores as (name, log bytes, snapshot bytes or b"")."""
+    import shutil
+    import struct
+    import tempfile
+    work = tempfile.mkdtemp()
+    try:
+        for name, tag_bits, ops in (
+            ("empty", 16, []),
+            ("puts", 16, [("put", i) for i in range(12)]),
+            ("overwrites_deletes", 16, [("put", i % 4) for i in range(10)] + [("del", 1), ("del", 9)]),
+            ("tags1_grown", 1, [("put", i) for i in range(300)]),
+        ):
+            path = os.path.join(work, name)
+            s = cuckoo.Store(path, seed=3, tag_bits=tag_bits)
+            for op, i in ops:
+                if op == "put":
+                    s[b"k%d" % i] = b"v%d" % i * (i % 3)
+                else:
+                    s.discard(b"k%d" % i)
+            s.close()
+            log = open(path, "rb").read()
+            idx = open(path + ".idx", "rb").read()
+            yield name, log, idx
+            yield name + "_noidx", log, b""
+    finally:
+        shutil.rmtree(work)
+
+
 def main() -> None:
+    import struct
+    os.makedirs(STORE_HERE, exist_ok=True)
+    count = 0
+    for name, log, idx in store_seeds():
+        for mode in (0, 1, 2, 3):  # bit 0: recompute checksums; bit 1: open read-only
+            with open(os.path.join(STORE_HERE, f"{name}.mode{mode}"), "wb") as fh:
+                fh.write(bytes([mode]) + struct.pack("<H", len(log)) + log + idx)
+            count += 1
+    print(f"wrote {count} seeds to {STORE_HERE}")
     os.makedirs(HERE, exist_ok=True)
     for name, flt in shapes():
         # The harness reads the first byte as a mode (odd: recompute checksums), the rest as data.
