@@ -91,6 +91,17 @@ struct InsertStats {
     uint64_t kicked_inserts = 0;  // inserts that needed to move other fingerprints
     uint64_t moves = 0;           // fingerprints moved to their alternate bucket
     uint64_t buckets_searched = 0;  // buckets visited by eviction searches
+    uint64_t deletes = 0;           // copies removed (discard, remove, discard_many)
+
+    InsertStats& operator+=(const InsertStats& t) noexcept {
+        inserts += t.inserts;
+        failed_inserts += t.failed_inserts;
+        kicked_inserts += t.kicked_inserts;
+        moves += t.moves;
+        buckets_searched += t.buckets_searched;
+        deletes += t.deletes;
+        return *this;
+    }
 };
 
 class Filter {
@@ -163,6 +174,9 @@ public:
         const KeyHash k = locate(h);
         return table_.count(k.i1, k.fp) + table_.count(k.i2, k.fp);
     }
+    // Whether the key's fingerprint fills both of its buckets (2b copies): no insert of the key,
+    // or of any key with the same buckets and fingerprint, can then succeed, whatever the load.
+    bool pair_saturated_hash(uint64_t h) const noexcept { return count_hash(h) >= 2u * bucket_size(); }
     // Inserts; returns false (filter unchanged) if no room was found within max_kicks.
     bool insert_hash(uint64_t h) { return insert_located(locate(h)); }
     bool insert_unique_hash(uint64_t h, bool& was_new) {
@@ -307,6 +321,34 @@ public:
         return flush();
     }
 
+    // The set union on fingerprints (like collections.Counter's |): for every (bucket pair,
+    // fingerprint) of `other` (same layout), this filter ends with the larger of the two counts.
+    // Each entry of `other` is handled once, at its first slot in the lower bucket of its pair
+    // that holds it; the missing copies go into the same bucket pair. Returns false, leaving this
+    // filter partly merged, if one finds no room: callers merge into a copy.
+    bool union_from(const Filter& other) {
+        require_writable();
+        if (!same_layout(other)) throw std::invalid_argument("union_from needs filters of the same layout");
+        const Locator loc = locator();
+        const TableProbe theirs = other.table_.probe();
+        for (uint64_t i = 0; i < other.bucket_count(); ++i) {
+            for (unsigned s = 0; s < other.bucket_size(); ++s) {
+                const uint32_t fp = other.table_.get(i, s);
+                if (fp == 0) continue;
+                int first;
+                const unsigned here = theirs.find_all(i, fp, first);
+                if (static_cast<unsigned>(first) != s) continue;  // not the first copy in bucket i
+                const uint64_t j = loc.alt_index(i, fp);
+                const unsigned there = theirs.count(j, fp);
+                if (j < i && there > 0) continue;  // handled at bucket j, the lower one
+                const unsigned mine = table_.count(i, fp) + table_.count(j, fp);
+                for (unsigned c = mine; c < here + there; ++c)
+                    if (!insert_located(KeyHash{i, j, fp})) return false;
+            }
+        }
+        return true;
+    }
+
     // ---- rebuilding from serialized parts (cuckoo/format.hpp) ----
     // A filter around an existing table (owned, or a read-only view of a mapped file) and the
     // state the table does not hold. Parameters are checked like the constructor's; `count` must
@@ -399,6 +441,7 @@ protected:
         if (s < 0) return false;
         table_.set(bucket, static_cast<unsigned>(s), 0);
         --count_;
+        ++stats_.deletes;
         return true;
     }
 

@@ -2,8 +2,16 @@
 //
 // A fixed filter has exactly one stage and every operation goes straight to it. A growable filter
 // adds a stage when the newest one is full: stage k has twice the capacity of stage k - 1 and one
-// more fingerprint bit (up to 32). Inserts go to the newest stage; lookups, counts and deletions
-// look at every stage. The false-positive rate of stage k is at most half that of stage k - 1,
+// more fingerprint bit (up to 32). Inserts go to the oldest stage with room (fewer items than its
+// capacity; the newest stage always counts as having room), so space that deletes free is used
+// again; lookups, counts and deletions look at every stage.
+//
+// Growth is bounded, so that no input can make the filter take memory without storing keys: a
+// stage is added only when an insert failed in the newest stage, that stage is at least half its
+// design load (random keys fill it to ~95% first), the failing key's fingerprint does not already
+// fill its bucket pair there (2b copies of one key never fit, however many stages there are), and
+// the new stage's table fits in the available memory. Otherwise the insert fails, the filter is
+// unchanged, and last_failure() says why. The false-positive rate of stage k is at most half that of stage k - 1,
 // so the rates of all stages sum to less than twice the first stage's: the total stays below
 // 2 * fpr however often the filter grows. Memory stays within about 2x of a fixed filter sized for
 // the final count up front (the fingerprints of later stages are a few bits longer, and the newest
@@ -20,12 +28,32 @@
 #include <vector>
 
 #include "cuckoo/filter.hpp"
+#include "cuckoo/memory.hpp"
 
 namespace cuckoo {
 
 // Most stages a filter may have (the file format's bound too). Growth doubles the capacity per
 // stage, so growth alone never gets near it; merges that keep overflowing stages could.
 constexpr size_t kMaxStages = 64;
+
+// Why the last insert failed (see StagedFilter::last_failure).
+enum class InsertFailure {
+    none,
+    no_room,     // no room within max_kicks, and the filter cannot grow (fixed)
+    copies,      // the key's fingerprint already fills its bucket pair (2b copies)
+    low_load,    // failed while the newest stage is far below its design load: no growth for that
+    memory,      // the next stage's table does not fit in the available memory
+    max_stages,  // the filter has kMaxStages stages
+};
+
+// A growable filter adds a stage only once its newest stage holds this fraction of its design
+// load (random keys reach ~0.95-0.98 of the slots before an insert fails).
+constexpr double kMinGrowthLoadFraction = 0.5;
+
+// How two filters' fingerprints combine, like collections.Counter: `add` sums the counts of each
+// (bucket pair, fingerprint) (a multiset union, `+`); `max` keeps the larger count (a set union,
+// `|`: idempotent, and shards built with set semantics merge into the filter of their union).
+enum class MergeMode { add, max };
 
 // Why two filters cannot be merged exactly.
 class MergeError : public std::invalid_argument {
@@ -83,17 +111,15 @@ public:
         return std::min(total, 1.0);
     }
     InsertStats stats() const noexcept {
-        InsertStats s;
-        for (const Filter& f : stages_) {
-            const InsertStats& t = f.stats();
-            s.inserts += t.inserts;
-            s.failed_inserts += t.failed_inserts;
-            s.kicked_inserts += t.kicked_inserts;
-            s.moves += t.moves;
-            s.buckets_searched += t.buckets_searched;
-        }
+        InsertStats s = retired_stats_;
+        for (const Filter& f : stages_) s += f.stats();
         return s;
     }
+    InsertFailure last_failure() const noexcept { return last_failure_; }
+    // A cap on the bytes of all stages' tables that growth may not pass (0, the default: a new
+    // stage must fit in the memory available when it is added). Not stored in files.
+    void set_memory_limit(uint64_t bytes) noexcept { memory_limit_ = bytes; }
+    uint64_t memory_limit() const noexcept { return memory_limit_; }
 
     // ---- scalar operations on a key's hash ----
     bool contains_hash(uint64_t h) const noexcept {
@@ -106,21 +132,20 @@ public:
         for (const Filter& f : stages_) n += f.count_hash(h);
         return n;
     }
+    // Inserts; false (filter unchanged, last_failure() says why) if no stage has room for it and
+    // the filter cannot or may not grow.
     bool insert_hash(uint64_t h) {
-        if (stages_.back().insert_hash(h)) return true;
-        if (!growable_) return false;
-        grow();
-        return stages_.back().insert_hash(h);
+        require_writable();
+        return insert_from(h, 0);
     }
     bool insert_unique_hash(uint64_t h, bool& was_new) {
-        if (stages_.size() > 1 && contains_hash(h)) {
+        require_writable();  // also when the key is present: a write to a read-only filter always raises
+        if (contains_hash(h)) {
             was_new = false;
             return true;
         }
-        if (stages_.back().insert_unique_hash(h, was_new)) return true;
-        if (!growable_) return false;
-        grow();
-        return stages_.back().insert_hash(h);
+        was_new = true;
+        return insert_from(h, 0);
     }
     // Removes one copy of the key's fingerprint. With several stages, a key's fingerprint can
     // also appear, as a false positive, in stages it was never stored in; removing such a copy
@@ -141,7 +166,22 @@ public:
     }
     void clear() {
         stages_.front().clear();
+        for (size_t k = 1; k < stages_.size(); ++k) retired_stats_ += stages_[k].stats();
         stages_.erase(stages_.begin() + 1, stages_.end());
+    }
+    // Drops the stages after the first that hold nothing (deletes emptied them); returns how many.
+    // The first stage stays: it defines the filter's parameters. Their insert statistics stay
+    // counted in stats().
+    size_t compact() {
+        require_writable();
+        size_t dropped = 0;
+        for (size_t k = stages_.size(); k-- > 1;) {
+            if (stages_[k].size() != 0) continue;
+            retired_stats_ += stages_[k].stats();
+            stages_.erase(stages_.begin() + static_cast<std::ptrdiff_t>(k));
+            ++dropped;
+        }
+        return dropped;
     }
 
     // ---- batches (same contracts as Filter's) ----
@@ -161,27 +201,39 @@ public:
             [](const Filter& f, uint64_t len, auto& h, Out* o) { f.count_batch(len, h, o, [] { return false; }); },
             [](Out& acc, Out v) { acc = static_cast<Out>(acc + v); });
     }
+    // The same stage choices as insert_hash key by key: runs of keys go through the target
+    // stage's own batch insert (at most as many keys as it has room for, so the target cannot
+    // change inside a run); a key that finds no room there goes on like a scalar insert.
     template <class HashAt, class Stop>
     uint64_t insert_batch(uint64_t n, HashAt&& hash_at, Filter::InsertMode mode, bool* was_new, bool& full,
                           Stop&& should_stop) {
         require_writable();  // also for an empty batch
         full = false;
+        last_failure_ = InsertFailure::none;
         uint64_t done = 0;
         while (done < n) {
-            const uint64_t offset = done;
-            auto shifted = offset_keys(hash_at, offset);
-            // Inserts only ever go to the newest stage; only unique inserts must also look at
-            // the older ones (which cannot change during the batch).
+            const size_t t = insert_target();
+            const uint64_t run = t + 1 == stages_.size() ? n - done : std::min(n - done, room(t));
+            auto shifted = offset_keys(hash_at, done);
+            bool stage_full = false;
+            uint64_t got;
             if (mode == Filter::InsertMode::Always || stages_.size() == 1)
-                done += stages_.back().insert_batch(n - done, shifted, mode, was_new ? was_new + done : nullptr, full,
-                                                    should_stop);
+                got = stages_[t].insert_batch(run, shifted, mode, was_new ? was_new + done : nullptr, stage_full,
+                                              should_stop);
             else
-                done += unique_insert_multi_stage(n - done, shifted, was_new ? was_new + done : nullptr, full,
-                                                  should_stop);
-            if (!full || !growable_) return done;
-            // The newest stage is full: grow, then go on with the key that did not fit.
-            full = false;
-            grow();
+                got = unique_insert_multi_stage(t, run, shifted, was_new ? was_new + done : nullptr, stage_full,
+                                                should_stop);
+            done += got;
+            if (!stage_full) {
+                if (got < run) return done;  // stopped (should_stop)
+                continue;
+            }
+            // Key `done` found no room in stage t (and, for unique inserts, is in no stage).
+            if (!insert_from(hash_at(done), t + 1)) {
+                full = true;
+                return done;
+            }
+            ++done;
         }
         return done;
     }
@@ -215,20 +267,20 @@ public:
         }
         return "";
     }
-    // Adds every fingerprint of `other` (a multiset union: counts add), stage by stage: each of
-    // other's fingerprints goes back into the same bucket pair of the stage of the same geometry,
-    // exactly where inserting its key would have put it. If a stage overflows, a growable filter
-    // keeps a copy of other's stage as a stage of its own (lookups consult every stage, so the
-    // answers stay exact); a fixed filter raises FilterFullError. All or nothing: on an error
-    // this filter is unchanged.
-    void merge(const StagedFilter& other) {
+    // Merges `other` stage by stage (mode add: counts add, a multiset union; mode max: the larger
+    // count of each fingerprint in its bucket pair, a set union): each of other's fingerprints goes
+    // into the same bucket pair of the stage of the same geometry, exactly where inserting its
+    // key would have put it. If a stage overflows, a growable filter keeps a copy of other's stage
+    // as a stage of its own (lookups consult every stage, so the answers stay exact); a fixed
+    // filter raises FilterFullError. All or nothing: on an error this filter is unchanged.
+    void merge(const StagedFilter& other, MergeMode mode = MergeMode::add) {
         const std::string why = merge_mismatch(other);
         if (!why.empty()) throw MergeError("cannot merge filters: " + why);
         require_writable();
         std::vector<Filter> result = stages_;
         for (size_t k = 0; k < other.stages_.size(); ++k) {
             const Filter& theirs = other.stages_[k];
-            if (!merge_into_some_stage(result, k, theirs)) {
+            if (!merge_into_some_stage(result, k, theirs, mode)) {
                 if (!growable_)
                     throw FilterFullError("filter is full: merging would overflow stage " + std::to_string(k) +
                                           "; the filter is unchanged");
@@ -243,7 +295,7 @@ public:
 
     // Merges `theirs` into a stage of `stages` with its layout: stage `k` first, then (for
     // stages kept by earlier merges) the others, newest first. False if none has room.
-    static bool merge_into_some_stage(std::vector<Filter>& stages, size_t k, const Filter& theirs) {
+    static bool merge_into_some_stage(std::vector<Filter>& stages, size_t k, const Filter& theirs, MergeMode mode) {
         std::vector<size_t> order;
         if (k < stages.size()) order.push_back(k);
         for (size_t i = stages.size(); i-- > 0;)
@@ -251,7 +303,7 @@ public:
         for (size_t i : order) {
             if (!stages[i].same_layout(theirs)) continue;
             Filter trial(stages[i]);
-            if (trial.merge_from(theirs)) {
+            if (mode == MergeMode::add ? trial.merge_from(theirs) : trial.union_from(theirs)) {
                 stages[i] = std::move(trial);
                 return true;
             }
@@ -269,10 +321,12 @@ public:
 
     // The next stage's geometry: twice the capacity of the largest stage, one more fingerprint bit
     // than the widest (at most 32).
-    void grow() {
-        if (stages_.size() >= kMaxStages)
-            throw FilterFullError("filter is full: a growable filter has at most " + std::to_string(kMaxStages) +
-                                  " stages");
+    struct StageShape {
+        uint64_t capacity;
+        unsigned fingerprint_bits;
+        uint64_t table_bytes;
+    };
+    StageShape next_stage() const {
         // From the largest stage so far (merges may have kept smaller stages after it).
         const Filter* largest = &stages_.front();
         unsigned widest = 0;
@@ -282,12 +336,52 @@ public:
         }
         const unsigned bits = std::min(widest + 1, kMaxFingerprintBits);
         const uint64_t capacity = largest->capacity() * 2;
+        const unsigned b = first().bucket_size();
+        return {capacity, bits, PackedTable::data_bytes_for(bucket_count_for(capacity, b), b, bits)};
+    }
+
+    // Adds a stage if the filter may grow after `h` found no room in any stage (see the header
+    // comment); else sets last_failure_ and returns false. Nothing changes on false.
+    bool grow_for(uint64_t h) {
         const Filter& last = stages_.back();
-        stages_.push_back(Filter::for_capacity(capacity, 0.5, bits, last.bucket_size(), last.max_kicks(), last.seed(),
-                                                 last.hash_algorithm()));
+        if (last.pair_saturated_hash(h)) return fail(InsertFailure::copies);
+        if (!growable_) return fail(InsertFailure::no_room);
+        if (last.load_factor() < kMinGrowthLoadFraction * design_load(last.bucket_size()))
+            return fail(InsertFailure::low_load);
+        if (stages_.size() >= kMaxStages) return fail(InsertFailure::max_stages);
+        const StageShape next = next_stage();
+        if (memory_limit_ ? table_bytes() + next.table_bytes > memory_limit_ : !memory_available_for(next.table_bytes))
+            return fail(InsertFailure::memory);
+        stages_.push_back(Filter::for_capacity(next.capacity, 0.5, next.fingerprint_bits, last.bucket_size(),
+                                                 last.max_kicks(), last.seed(), last.hash_algorithm()));
+        return true;
     }
 
 private:
+    bool fail(InsertFailure why) noexcept {
+        last_failure_ = why;
+        return false;
+    }
+    // Free room of stage k below its capacity (0 when at or beyond it).
+    uint64_t room(size_t k) const noexcept {
+        const Filter& st = stages_[k];
+        return st.size() < st.capacity() ? st.capacity() - st.size() : 0;
+    }
+    // Stages an insert tries, oldest first: those with room, and the newest in any case.
+    bool is_candidate(size_t k) const noexcept { return k + 1 == stages_.size() || room(k) > 0; }
+    size_t insert_target() const noexcept {
+        size_t k = 0;
+        while (!is_candidate(k)) ++k;
+        return k;
+    }
+    // Tries the candidate stages from stage `from` on, then growth (see grow_for).
+    bool insert_from(uint64_t h, size_t from) {
+        last_failure_ = InsertFailure::none;
+        for (size_t k = from; k < stages_.size(); ++k)
+            if (is_candidate(k) && stages_[k].insert_hash(h)) return true;
+        return grow_for(h) && stages_.back().insert_hash(h);
+    }
+
     template <class F>
     uint64_t sum(F&& f) const noexcept {
         uint64_t total = 0;
@@ -316,11 +410,13 @@ private:
         return n;
     }
 
-    // Unique inserts with several stages, a chunk at a time: which keys the older stages hold is
-    // found with one bulk lookup per stage; the others go through the newest stage's own batch
-    // insert, which handles keys repeated inside the batch.
+    // Unique inserts into stage `target` of several, a chunk at a time: which keys the other
+    // stages hold is found with one bulk lookup per stage (they do not change during the run);
+    // the others go through the target stage's own batch insert, which handles keys repeated
+    // inside the batch.
     template <class HashAt, class Stop>
-    uint64_t unique_insert_multi_stage(uint64_t n, HashAt& hash_at, bool* was_new, bool& full, Stop& should_stop) {
+    uint64_t unique_insert_multi_stage(size_t target, uint64_t n, HashAt& hash_at, bool* was_new, bool& full,
+                                       Stop& should_stop) {
         constexpr uint64_t kChunk = 1024;
         std::vector<uint64_t> hashes(kChunk), pending(kChunk);
         std::unique_ptr<bool[]> in_older(new bool[kChunk]), partial(new bool[kChunk]), sub_new(new bool[kChunk]);
@@ -330,8 +426,9 @@ private:
             const uint64_t len = std::min(kChunk, n - start);
             hash_keys(hash_at, start, static_cast<unsigned>(len), hashes.data());
             auto from_chunk = [&](uint64_t j) { return hashes[j]; };
-            stages_[0].contains_batch(len, from_chunk, in_older.get(), never);
-            for (size_t k = 1; k + 1 < stages_.size(); ++k) {
+            std::fill(in_older.get(), in_older.get() + len, false);
+            for (size_t k = 0; k < stages_.size(); ++k) {
+                if (k == target) continue;
                 stages_[k].contains_batch(len, from_chunk, partial.get(), never);
                 for (uint64_t j = 0; j < len; ++j) in_older[j] = in_older[j] | partial[j];
             }
@@ -344,8 +441,8 @@ private:
                 }
             }
             auto from_pending = [&](uint64_t i) { return hashes[pending[i]]; };
-            const uint64_t inserted = stages_.back().insert_batch(m, from_pending, Filter::InsertMode::Unique,
-                                                                  sub_new.get(), full, never);
+            const uint64_t inserted = stages_[target].insert_batch(m, from_pending, Filter::InsertMode::Unique,
+                                                                   sub_new.get(), full, never);
             if (was_new)
                 for (uint64_t i = 0; i < std::min(m, inserted + 1); ++i) was_new[start + pending[i]] = sub_new[i];
             if (full) return start + pending[inserted];
@@ -355,6 +452,9 @@ private:
 
     std::vector<Filter> stages_;
     bool growable_ = false;
+    InsertFailure last_failure_ = InsertFailure::none;
+    uint64_t memory_limit_ = 0;
+    InsertStats retired_stats_;  // of stages dropped by clear() and compact()
 };
 
 }  // namespace cuckoo
