@@ -129,8 +129,11 @@ class FPRMeasurement:
     """Result of :func:`measure_fpr`.
 
     ``measured_fpr = false_positives / negatives``; ``[ci_low, ci_high]`` its Wilson interval at
-    ``confidence``; ``expected_fpr`` the theory at the filter's ``load``
-    (:func:`cuckoo.theory.expected_fpr`) and ``fpr_bound`` at full load.
+    ``confidence``; ``expected_fpr`` the theory at the filter's ``load`` and ``fpr_bound`` at full
+    load, both the filter's own (``Filter.expected_fpr``, ``Filter.fpr_bound``): for one stage
+    :func:`cuckoo.theory.expected_fpr` at the load; for a grown filter, the chance that any stage
+    (each with its own fingerprint width and load) answers falsely, and the bound of every stage
+    it has or could add.
     """
 
     measured_fpr: float
@@ -218,8 +221,10 @@ def measure_fpr(flt: Filter, negatives: Any, *, confidence: float = 0.95) -> FPR
         ci_high=high,
         confidence=confidence,
         load=load,
-        expected_fpr=theory.expected_fpr(flt.fingerprint_bits, flt.bucket_size, load),
-        fpr_bound=theory.fpr_bound(flt.fingerprint_bits, flt.bucket_size),
+        # The filter's own, stage-aware figures: a grown filter's stages have wider fingerprints
+        # and their own loads, so the first stage's width and the overall load are not its theory.
+        expected_fpr=flt.expected_fpr,
+        fpr_bound=flt.fpr_bound,
     )
 
 
