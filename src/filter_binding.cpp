@@ -53,9 +53,23 @@ long long int_arg(const py::handle& v, const char* name, long long lo, long long
     return x;
 }
 
+// seed=None or seed="random": a secret seed, 64 bits from the OS (os.urandom), stored in the
+// filter's files like any seed (see "Untrusted keys" in the README).
+uint64_t random_seed() {
+    const std::string bytes = py::module_::import("os").attr("urandom")(8).cast<std::string>();
+    uint64_t s = 0;
+    for (size_t i = 0; i < 8; ++i) s |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
+    return s;
+}
+
 uint64_t seed_arg(const py::handle& v) {
+    if (v.is_none()) return random_seed();
+    if (PyUnicode_Check(v.ptr())) {
+        if (v.cast<std::string>() == "random") return random_seed();
+        throw py::value_error("seed must be an int, None or 'random', got " + py::repr(v).cast<std::string>());
+    }
     if (!PyLong_Check(v.ptr()) || PyBool_Check(v.ptr()))
-        throw py::type_error(std::string("seed must be an int, not ") + type_name(v.ptr()));
+        throw py::type_error(std::string("seed must be an int, None or 'random', not ") + type_name(v.ptr()));
     const unsigned long long s = PyLong_AsUnsignedLongLong(v.ptr());
     if (s == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
         PyErr_Clear();
@@ -183,12 +197,46 @@ py::array_t<T> read_many(const PyFilter& self, const py::handle& keys, Op&& op) 
     return out;
 }
 
+// Why the last insert into `f` failed, as the start of a FilterFullError message, and its
+// `reason` attribute.
+std::pair<std::string, const char*> failure_text(const cuckoo::StagedFilter& f) {
+    const unsigned copies = 2 * f.first().bucket_size();
+    const std::string load = "load " + percent(f.load_factor());
+    switch (f.last_failure()) {
+        case cuckoo::InsertFailure::copies:
+            return {"the key's fingerprint already fills both of its buckets (" + std::to_string(copies) +
+                        " copies: the key was added " + std::to_string(copies) +
+                        " times, or keys colliding with it were); a filter holds at most 2 x bucket_size copies "
+                        "of one key, and a growable filter does not grow for them. For repeated keys use "
+                        "add_unique / add_unique_many / update (each key once)",
+                    "copies"};
+        case cuckoo::InsertFailure::low_load:
+            return {"an insert failed at " + load + " of the newest stage's slots, far below its design load: the "
+                        "keys do not spread like random keys (many copies of a few keys, or keys crafted to "
+                        "collide), and a growable filter does not grow for them. Use add_unique for repeated keys "
+                        "and seed='random' for untrusted keys",
+                    "low_load"};
+        case cuckoo::InsertFailure::memory:
+            return {"the filter cannot grow: its next stage would need " +
+                        gib(f.next_stage().table_bytes) + " of table, but only " +
+                        gib(cuckoo::available_memory_bytes()) + " of memory is available (" + load + ")",
+                    "memory"};
+        case cuckoo::InsertFailure::max_stages:
+            return {"the filter cannot grow: it has the most stages a filter may have (" +
+                        std::to_string(cuckoo::kMaxStages) + ", " + load + ")",
+                    "max_stages"};
+        default:
+            return {"no room for the key within max_kicks=" + std::to_string(f.first().max_kicks()) + " (" + load +
+                        ", " + with_commas(f.size()) + " of " + with_commas(f.slot_count()) + " slots)",
+                    "full"};
+    }
+}
+
 [[noreturn]] void raise_full_in_batch(const cuckoo::StagedFilter& f, uint64_t done, uint64_t total) {
-    raise_filter_full("filter is full: " + with_commas(done) + " of " + with_commas(total) +
-                          " keys of the batch were handled before one found no room within max_kicks=" +
-                          std::to_string(f.first().max_kicks()) + " (load " + percent(f.load_factor()) +
-                          "); every key stored before is still there",
-                      done);
+    const auto why = failure_text(f);
+    raise_filter_full("filter is full: " + why.first + "; " + with_commas(done) + " of " + with_commas(total) +
+                          " keys of the batch were handled before that key; every key stored before is still there",
+                      done, why.second);
 }
 
 // Inserts every batch in order. Returns the number of keys handled.
@@ -242,7 +290,7 @@ py::array_t<bool> discard_many(PyFilter& self, const py::handle& keys) {
 
 // ---- merging ----
 
-void merge_into(PyFilter& self, const PyFilter& other) {
+void merge_into(PyFilter& self, const PyFilter& other, cuckoo::MergeMode mode) {
     // Snapshot `other` first and only then lock `self`: never hold one filter's lock while
     // waiting for another's (a.merge(b) and b.merge(a) in two threads must not deadlock).
     const cuckoo::StagedFilter snapshot = [&] {
@@ -251,19 +299,33 @@ void merge_into(PyFilter& self, const PyFilter& other) {
     }();
     WriteLock lock(self);
     try {
-        self.core.merge(snapshot);
+        self.core.merge(snapshot, mode);
     } catch (const cuckoo::FilterFullError& e) {
-        raise_filter_full(e.what(), 0);
+        raise_filter_full(e.what(), 0, "full");
     }
+}
+
+// The binary operators: | (set union) and + (multiset sum), in place or into a copy.
+py::object merge_op(const py::handle& self, const py::handle& other, cuckoo::MergeMode mode, bool in_place) {
+    if (!py::isinstance<PyFilter>(other)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+    if (in_place) {
+        merge_into(self.cast<PyFilter&>(), other.cast<const PyFilter&>(), mode);
+        return py::reinterpret_borrow<py::object>(self);
+    }
+    const PyFilter& me = self.cast<const PyFilter&>();
+    PyFilter result = [&] {
+        ReadLock lock(me);
+        return PyFilter(me);
+    }();
+    merge_into(result, other.cast<const PyFilter&>(), mode);
+    return py::cast(std::move(result));
 }
 
 // ---- scalar calls ----
 
 [[noreturn]] void raise_full(const cuckoo::StagedFilter& f) {
-    raise_filter_full("filter is full: no room for the key within max_kicks=" + std::to_string(f.first().max_kicks()) +
-                          " (load " + percent(f.load_factor()) + ", " + with_commas(f.size()) + " of " +
-                          with_commas(f.slot_count()) + " slots); every key stored before is still there",
-                      0);
+    const auto why = failure_text(f);
+    raise_filter_full("filter is full: " + why.first + "; the filter is unchanged", 0, why.second);
 }
 
 PyFilter* filter_of(PyObject* self) {
@@ -310,7 +372,9 @@ fpr               target false-positive rate at capacity (default 0.001); picks 
 fingerprint_bits  the fingerprint width f (4..32) instead of fpr
 bucket_size       slots per bucket: 2, 4 (default) or 8
 max_kicks         buckets the eviction search may visit before an insert gives up
-seed              seed of the key hash (0 .. 2**64 - 1); filters are reproducible
+seed              seed of the key hash (0 .. 2**64 - 1; filters are reproducible), or None /
+                  "random" for a secret seed drawn from the OS (stored in the filter's files):
+                  use it for keys an adversary may choose
 growable          add stages of twice the capacity as the filter fills, instead of failing
 hash_algorithm    the key hash: "xxh3" (XXH3-64, default) or "xxh64" (XXH64, the only hash of
                   releases before 0.2, which cannot read filters that use XXH3)
@@ -401,14 +465,23 @@ Keys are int (64-bit, signed or unsigned), bytes, or str (hashed as UTF-8).
         std::vector<KeyBatch> all;
         for (const py::handle& keys : iterables)
             for (KeyBatch& b : make_batches(self.hasher, keys)) all.push_back(std::move(b));
-        insert_batches(self, all, Filter::InsertMode::Always, nullptr);
-    }, "Add the keys of every iterable or array given, like set.update.");
+        insert_batches(self, all, Filter::InsertMode::Unique, nullptr);
+    }, "Add each key of every iterable or array given unless it is (maybe) present, like set.update: each key once (add_many adds copies).");
     cls.def("add_unique_many", [](PyFilter& self, const py::handle& keys) {
         // Convert the keys once: a second make_batches would find an iterator or generator
         // exhausted (nothing inserted, an uninitialised mask returned).
         const std::vector<KeyBatch> batches = make_batches(self.hasher, keys);
         py::array_t<bool> out = new_array<bool>(total_size(batches));
-        insert_batches(self, batches, Filter::InsertMode::Unique, out.mutable_data());
+        try {
+            insert_batches(self, batches, Filter::InsertMode::Unique, out.mutable_data());
+        } catch (py::error_already_set& e) {
+            // A full filter: the error also carries the answers for the keys handled before it.
+            if (e.matches(error_types().full)) {
+                const auto done = e.value().attr("inserted").cast<py::ssize_t>();
+                e.value().attr("was_new") = out[py::slice(0, done, 1)];
+            }
+            throw;
+        }
         return out;
     }, py::arg("keys"), "Add each key not (maybe) present yet, in order; returns a bool array, True where the key was new. A key repeated in the batch is new only the first time: the dedup primitive.");
     cls.def("contains_many", [](const PyFilter& self, const py::handle& keys) {
@@ -437,24 +510,29 @@ Keys are int (64-bit, signed or unsigned), bytes, or str (hashed as UTF-8).
     cls.def("discard_many", &discard_many, py::arg("keys"), "Discard each key in order; a bool array, True where a copy was removed.");
 
     // merging
-    cls.def("merge", &merge_into, py::arg("other"),
-            "Add every key of other (a multiset union: counts add), in place. Exact: needs the same seed, "
-            "bucket size, fingerprint width and capacity. Raises ValueError for mismatched filters and "
-            "FilterFullError (filter unchanged) if the union does not fit; a growable filter grows instead.");
-    cls.def("__ior__", [](py::object self, const py::handle& other) -> py::object {
-        if (!py::isinstance<PyFilter>(other)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
-        merge_into(self.cast<PyFilter&>(), other.cast<const PyFilter&>());
-        return self;
+    // Like collections.Counter: | keeps the larger count of each fingerprint in its bucket pair
+    // (a set union), + adds counts (a multiset sum; merge is +=).
+    cls.def("merge", [](PyFilter& self, const PyFilter& other) { merge_into(self, other, cuckoo::MergeMode::add); },
+            py::arg("other"),
+            "Add every fingerprint of other, in place: counts add (a multiset sum, the same as +=; | is the set union). "
+            "Exact: needs the same seed, bucket size, fingerprint width and capacity. Raises ValueError for mismatched "
+            "filters and FilterFullError (filter unchanged) if the result does not fit; a growable filter grows instead.");
+    cls.def("__ior__", [](py::object self, const py::handle& other) {
+        return merge_op(self, other, cuckoo::MergeMode::max, true);
     }, py::arg("other"));
-    cls.def("__or__", [](const PyFilter& self, const py::handle& other) -> py::object {
-        if (!py::isinstance<PyFilter>(other)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
-        PyFilter result = [&] {
-            ReadLock lock(self);
-            return PyFilter(self);
-        }();
-        merge_into(result, other.cast<const PyFilter&>());
-        return py::cast(std::move(result));
+    cls.def("__or__", [](py::object self, const py::handle& other) {
+        return merge_op(self, other, cuckoo::MergeMode::max, false);
     }, py::arg("other"));
+    cls.def("__iadd__", [](py::object self, const py::handle& other) {
+        return merge_op(self, other, cuckoo::MergeMode::add, true);
+    }, py::arg("other"));
+    cls.def("__add__", [](py::object self, const py::handle& other) {
+        return merge_op(self, other, cuckoo::MergeMode::add, false);
+    }, py::arg("other"));
+    cls.def("compact", [](PyFilter& self) {
+        WriteLock lock(self);
+        return self.core.compact();
+    }, "Drop the stages after the first that deletes have emptied; returns how many were dropped.");
 
     // introspection
     cls.def("bucket_indices", [](const PyFilter& self, const py::handle& key) {
@@ -479,8 +557,9 @@ Keys are int (64-bit, signed or unsigned), bytes, or str (hashed as UTF-8).
         d["kicked_inserts"] = s.kicked_inserts;
         d["moves"] = s.moves;
         d["buckets_searched"] = s.buckets_searched;
+        d["deletes"] = s.deletes;
         return d;
-    }, "Counters of the insert path since creation: inserts, failed_inserts, kicked_inserts (inserts that moved other fingerprints), moves, buckets_searched.");
+    }, "Counters since creation (or loading): inserts, failed_inserts, kicked_inserts (inserts that moved other fingerprints), moves, buckets_searched, deletes (copies removed).");
 
     // parameters and statistics
     cls.def_property_readonly("capacity", [](const PyFilter& self) { ReadLock lock(self); return self.core.capacity(); }, "Keys the filter was sized for.");

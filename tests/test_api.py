@@ -55,7 +55,8 @@ def test_defaults():
     assert f.load_factor == 0.0
     assert f.expected_fpr == 0.0
     assert f.read_only is False
-    assert f.stats() == {"inserts": 0, "failed_inserts": 0, "kicked_inserts": 0, "moves": 0, "buckets_searched": 0}
+    assert f.stats() == {"inserts": 0, "failed_inserts": 0, "kicked_inserts": 0, "moves": 0, "buckets_searched": 0,
+                         "deletes": 0}
 
 
 def test_arguments_after_fpr_are_keyword_only():
@@ -155,8 +156,8 @@ BAD_PARAMS = [
     ({"capacity": 10, "max_kicks": 1.5}, TypeError, r"max_kicks must be an int"),
     ({"capacity": 10, "seed": -1}, ValueError, r"seed must be between 0 and 2\*\*64 - 1"),
     ({"capacity": 10, "seed": 2**64}, ValueError, r"seed must be between 0 and 2\*\*64 - 1"),
-    ({"capacity": 10, "seed": 1.0}, TypeError, r"seed must be an int, not float"),
-    ({"capacity": 10, "seed": None}, TypeError, r"seed must be an int"),
+    ({"capacity": 10, "seed": 1.0}, TypeError, r"seed must be an int, None or 'random', not float"),
+    ({"capacity": 10, "seed": "secret"}, ValueError, r"seed must be an int, None or 'random', got 'secret'"),
     ({"capacity": 10, "hash_algorithm": "md5"}, ValueError, r"hash_algorithm must be 'xxh3' or 'xxh64', got 'md5'"),
     ({"capacity": 10, "hash_algorithm": 2}, TypeError, r"hash_algorithm must be a str, not int"),
 ]

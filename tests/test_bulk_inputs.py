@@ -55,9 +55,12 @@ def _check_bulk_equals_scalar(make, keys, new_filter) -> None:
         scalar.add(k)
     assert bulk == scalar
     assert len(bulk) == n
-    upd = new_filter()
+    # update == add_unique one by one (set.update: each key once)
+    upd, scalar_unique = new_filter(), new_filter()
     upd.update(make())
-    assert upd == scalar
+    for k in keys:
+        scalar_unique.add_unique(k)
+    assert upd == scalar_unique
 
     # a filter holding every other key once and every fourth key twice
     base = new_filter()
