@@ -6,8 +6,10 @@ strings, and works with any Dask scheduler; on a ``dask.distributed`` cluster th
 workers. The design and its trade-offs are described in docs/distributed.md.
 
 - :func:`build` builds one filter per partition on the workers, all sized for the whole collection
-  (so they merge exactly), and tree-reduces them with ``|``: the result equals (``==``) a filter
-  built locally with ``Filter(len(keys), ...).add_many(keys)``.
+  (so they merge exactly), and tree-reduces them: with set semantics by default (each distinct key
+  once, merged with the set union ``|``), so the result equals (``==``) a filter built locally with
+  ``Filter(len(keys), ...).add_unique_many(keys)``; with ``multiset=True`` every row is a copy
+  (``add_many``, merged with ``+``).
 - :func:`contains` (alias :func:`isin`) is a lazy boolean Series/Array; the filter is shipped to
   the workers once (scattered and broadcast on a distributed client, else one graph key).
 - :func:`dedup` drops every row whose key appeared earlier (in partition order, then row order)
@@ -18,6 +20,7 @@ workers. The design and its trade-offs are described in docs/distributed.md.
 from __future__ import annotations
 
 import math
+import secrets
 import uuid
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -109,11 +112,14 @@ def _total_length(collection: Any) -> int:
     return int(sum(lengths))
 
 
-def _filter_params(total: int, capacity: Optional[int], fpr: Optional[float], seed: int, kwargs: Dict[str, Any]) -> Dict[str, Any]:
+def _filter_params(total: int, capacity: Optional[int], fpr: Optional[float], seed: Any, kwargs: Dict[str, Any]) -> Dict[str, Any]:
     if "growable" in kwargs and kwargs["growable"]:
         raise ValueError(
             "growable=True is not supported here: partition filters must share one capacity to merge exactly"
         )
+    if seed is None or (isinstance(seed, str) and seed == "random"):
+        # A secret seed, drawn once here: every partition filter must share it to merge exactly.
+        seed = secrets.randbits(64)
     params = dict(kwargs)
     params.update(capacity=max(int(total), 1) if capacity is None else capacity, fpr=fpr, seed=seed)
     # Check the parameters on the client, cheaply (capacity 1), so mistakes raise here, not on a worker.
@@ -129,19 +135,25 @@ def _filter_params(total: int, capacity: Optional[int], fpr: Optional[float], se
 # ---- build ----
 
 
-def _partition_filter(part: Any, column: Optional[str], params: Dict[str, Any]) -> Filter:
+def _partition_filter(part: Any, column: Optional[str], params: Dict[str, Any], multiset: bool) -> Filter:
     f = Filter(**params)
     keys = _column(part, column)
     if len(keys):
-        f.add_many(keys)
+        if multiset:
+            f.add_many(keys)
+        else:
+            f.add_unique_many(keys)
     return f
 
 
-def _merge_all(filters: Sequence[Filter]) -> Filter:
+def _merge_all(filters: Sequence[Filter], multiset: bool) -> Filter:
     # Merge into a copy: a task must not change its inputs (they may be shared or recomputed).
     out = filters[0].copy()
     for g in filters[1:]:
-        out |= g
+        if multiset:
+            out += g  # counts add
+        else:
+            out |= g  # the larger count of each fingerprint: each distinct key stays once
     return out
 
 
@@ -150,31 +162,40 @@ def build(
     column: Optional[str] = None,
     fpr: Optional[float] = None,
     capacity: Optional[int] = None,
-    seed: int = 0,
+    seed: Any = 0,
     *,
+    multiset: bool = False,
     split_every: int = _DEFAULT_SPLIT_EVERY,
     **filter_kwargs: Any,
 ) -> Filter:
-    """Build one filter holding every key of ``collection`` (a multiset, like ``add_many``).
+    """Build one filter holding every distinct key of ``collection`` (set semantics, like
+    ``add_unique_many``), or with ``multiset=True`` every row as a copy (like ``add_many``).
 
     Each partition's keys go into a filter on a worker; the partition filters are merged in a
     tree (``split_every`` at a time) and the result is returned. Every partition filter has the
     same capacity, seed, bucket size and fingerprint width, so the merges are exact: the result
-    equals ``Filter(capacity, fpr, seed=seed, ...)`` after ``add_many`` of all the keys.
+    equals ``Filter(capacity, fpr, seed=seed, ...)`` after ``add_unique_many`` of all the keys
+    (set union ``|`` of the partitions: a key in many rows and partitions is stored once), or with
+    ``multiset=True`` after ``add_many`` (counts add, ``+``; a key repeated more than
+    ``2 * bucket_size`` times then does not fit: ``FilterFullError``).
     ``capacity`` defaults to the number of rows (counted with one pass over the partitions when
-    the Array chunk sizes are unknown or for DataFrames); ``filter_kwargs`` go to ``Filter``
-    (``fingerprint_bits``, ``bucket_size``, ``max_kicks``). A key repeated more than
-    ``2 * bucket_size`` times does not fit (``FilterFullError``): deduplicate such columns first.
+    the Array chunk sizes are unknown or for DataFrames): give a bound on the distinct keys to
+    save memory when keys repeat. ``seed=None`` or ``"random"`` draws a secret seed once (for
+    keys an adversary may choose; read it back from ``.seed``); ``filter_kwargs`` go to ``Filter``
+    (``fingerprint_bits``, ``bucket_size``, ``max_kicks``).
     """
+    if not isinstance(multiset, bool):
+        raise TypeError(f"multiset must be a bool, not {type(multiset).__name__}")
     if not isinstance(split_every, int) or split_every < 2:
         raise ValueError(f"split_every must be an int >= 2, got {split_every!r}")
     keys = _keys(collection, column)
     total = _total_length(keys) if capacity is None else 0
     params = _filter_params(total, capacity, fpr, seed, filter_kwargs)
-    level = [dask.delayed(_partition_filter, pure=True)(p, None, params) for p in _partitions(keys)]
+    level = [dask.delayed(_partition_filter, pure=True)(p, None, params, multiset) for p in _partitions(keys)]
     while len(level) > 1:
         level = [
-            dask.delayed(_merge_all, pure=True)(level[i : i + split_every]) for i in range(0, len(level), split_every)
+            dask.delayed(_merge_all, pure=True)(level[i : i + split_every], multiset)
+            for i in range(0, len(level), split_every)
         ]
     if not level:  # pragma: no cover - Dask collections have at least one partition
         return Filter(**params)
@@ -270,7 +291,7 @@ def dedup(
     column: Optional[str] = None,
     fpr: Optional[float] = None,
     capacity: Optional[int] = None,
-    seed: int = 0,
+    seed: Any = 0,
     **filter_kwargs: Any,
 ) -> Any:
     """Drop every row whose key appeared earlier, in partition order (then row order): a lazy
