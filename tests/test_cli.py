@@ -267,6 +267,120 @@ def test_dedup_filter_full_exits_3_with_partial_output():
     assert b"".join(lines).startswith(proc.stdout)
 
 
+def _failing_line(err: str) -> int:
+    import re
+
+    m = re.search(r"at input line ([\d,]+)", err)
+    assert m, err
+    return int(m.group(1).replace(",", ""))
+
+
+@needs_save
+@pytest.mark.parametrize("block", ["64", "1000000"])
+def test_full_run_keeps_the_lines_before_the_failing_one(tmp_path, block):
+    # Issue 19: `dedup --capacity 100` of 5,000 lines wrote nothing and saved nothing: the failing
+    # block was dropped whole. Now: every line before the failing one, in the output and in the
+    # saved filter (exactly those keys), the line number on stderr, exit 3. Lines of several
+    # lengths (so one block holds several key groups) and repeats.
+    rng = random.Random(19)
+    keys = [b"k%d" % rng.randrange(10**rng.randrange(1, 6)) for _ in range(5000)]
+    data = b"".join(k + b"\n" for k in keys)
+    src = tmp_path / "in.txt"
+    src.write_bytes(data)
+    saved = tmp_path / "part.cuckoo"
+    proc = run("dedup", "--capacity", "100", "--block-size", block, "--fpr", LOW_FPR, "--seed", "3",
+               "--save", saved, src)
+    assert proc.returncode == 3, proc.stderr
+    err = proc.stderr.decode()
+    line = _failing_line(err)
+    assert "Traceback" not in err and err.count("\n") == 1 and str(saved) in err
+    before = data.split(b"\n")[: line - 1]
+    assert 100 <= len(set(before)) <= 130  # it failed when the filter was full, not before
+    assert proc.stdout == ref_dedup(b"".join(k + b"\n" for k in before))
+    f = cuckoo.Filter.load(str(saved))
+    assert len(f) == len(set(before)) and f.seed == 3
+    ref = cuckoo.Filter(100, float(LOW_FPR), seed=3)
+    ref.add_unique_many(before)
+    assert f == ref  # exactly the keys of the lines before the failing one
+    # Resume: the rest of the input against the saved filter, into a larger one.
+    assert keys[line - 1] not in f
+
+    # build: the same, into -o
+    flt = tmp_path / "b.cuckoo"
+    proc = run("build", "--capacity", "100", "--block-size", block, "--fpr", LOW_FPR, "--seed", "3", src,
+               "-o", flt)
+    assert proc.returncode == 3 and _failing_line(proc.stderr.decode()) == line
+    assert cuckoo.Filter.load(str(flt)) == ref
+
+
+@needs_save
+def test_build_multiset_of_one_repeated_line_is_a_clear_error(tmp_path):
+    # `yes same | head -10000 | cuckoo build --multiset` ended in a traceback.
+    flt = tmp_path / "m.cuckoo"
+    proc = run("build", "--multiset", "-o", flt, input=b"same\n" * 10_000)
+    err = proc.stderr.decode()
+    assert proc.returncode == 3 and "Traceback" not in err and err.count("\n") == 1
+    assert _failing_line(err) == 9 and "--multiset" in err
+    f = cuckoo.Filter.load(str(flt))
+    assert f.count(b"same") == 8 and len(f.stages) == 1
+    # without --multiset: each distinct line once
+    run("build", "-o", flt, input=b"same\n" * 10_000, check=0)
+    g = cuckoo.Filter.load(str(flt))
+    assert len(g) == 1 and len(g.stages) == 1
+
+
+@needs_save
+def test_new_filters_get_a_secret_seed_unless_given(tmp_path):
+    src = tmp_path / "k.txt"
+    src.write_bytes(b"a\nb\n")
+    seeds = set()
+    for name in ("x", "y"):
+        run("build", src, "-o", tmp_path / name, check=0)
+        seeds.add(cuckoo.Filter.load(str(tmp_path / name)).seed)
+    assert len(seeds) == 2 and 0 not in seeds
+    run("build", src, "-o", tmp_path / "z", "--seed", "0x10", check=0)
+    run("dedup", src, "-o", tmp_path / "out", "--save", tmp_path / "w", "--seed", "16", check=0)
+    assert cuckoo.Filter.load(str(tmp_path / "z")).seed == cuckoo.Filter.load(str(tmp_path / "w")).seed == 16
+    assert run("build", src, "-o", tmp_path / "z", "--seed", "-1").returncode == 1
+    proc = run("dedup", src, "--filter", tmp_path / "z", "--seed", "1")
+    assert proc.returncode == 1 and b"--seed" in proc.stderr
+
+
+def test_file_input_is_sized_by_its_distinct_lines(tmp_path, monkeypatch):
+    # 200,000 lines of 583 distinct values: sized near 583 x 1.2, not 200,000.
+    rng = np.random.default_rng(583)
+    values = [b"value-%d" % v for v in range(583)]
+    data = b"".join(values[i] + b"\n" for i in rng.integers(0, 583, size=200_000))
+    src = tmp_path / "in.txt"
+    src.write_bytes(data)
+    made = []
+    real = cuckoo.Filter
+
+    def spy(capacity, *a, **kw):
+        made.append(capacity)
+        return real(capacity, *a, **kw)
+
+    monkeypatch.setattr(cli, "Filter", spy)
+    assert cli.main(["dedup", "-q", str(src), "-o", str(tmp_path / "out")]) == 0
+    assert (tmp_path / "out").read_bytes() == ref_dedup(data)
+    assert made[-1] <= 2048, made
+    # mostly distinct lines: sized by the line count, as before
+    distinct = b"".join(b"line %d\n" % i for i in range(200_000))
+    src.write_bytes(distinct)
+    assert cli.main(["dedup", "-q", str(src), "-o", str(tmp_path / "out")]) == 0
+    assert 150_000 <= made[-1] <= 300_000, made
+
+
+def test_distinct_estimate():
+    assert cli.distinct_estimate([b"a", b"b", b"a"], 3, True) == 2
+    # a sample of single keys: the input is mostly distinct
+    assert cli.distinct_estimate([b"%d" % i for i in range(1000)], 10**6, False) >= 0.9 * 10**6
+    # every key seen many times: about the keys seen
+    sample = [b"%d" % (i % 50) for i in range(1000)]
+    assert 50 <= cli.distinct_estimate(sample, 10**6, False) <= 60
+    assert cli.distinct_estimate([], 10, False) == 0
+
+
 def test_dedup_progress_only_when_asked():
     data = b"".join(b"%d\n" % (i % 1000) for i in range(5000))
     quiet = run("dedup", input=data, check=0)
@@ -524,7 +638,7 @@ def test_automatic_filter(monkeypatch, tmp_path, supports_growable, from_stdin):
     capacity, growable = made[-1]
     assert growable == supports_growable
     if not from_stdin:
-        assert 10_000 <= capacity <= 15_000  # lines (estimated from the file) x 1.2
+        assert 3_000 <= capacity <= 4_000  # distinct lines (a small file: counted) x 1.2
     elif supports_growable:
         assert capacity == cli.GROWABLE_START
     else:

@@ -18,12 +18,18 @@ go to the filter in one bulk call per block (as fixed-width NumPy ``S`` arrays, 
 length), and the kept lines are written with one copy per block: no Python loop per line.
 
 Exit codes: 0 success, 1 usage error (bad option, unreadable input file), 2 a filter file that
-cannot be read or written (one line on stderr), 3 the filter is full (fixed capacity).
+cannot be read or written (one line on stderr), 3 the filter is full (fixed capacity, or a key
+repeated or crafted beyond what any filter holds): the output then has every line before the
+failing one, --save / -o get the filter holding exactly those lines, and stderr names the line.
+
+New filters get a secret random seed (stored in the filter file) unless --seed N is given, so
+input crafted against the public hash behaves like any other input.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import io
 import json
 import math
@@ -53,6 +59,9 @@ STDIN_CAPACITY = 50_000_000
 MIN_CAPACITY = 1024
 # Initial capacity of a growable filter for input of unknown size.
 GROWABLE_START = 1 << 20
+# Sampling a regular file to estimate its distinct lines: this many windows of SAMPLE_WINDOW bytes.
+SAMPLE_WINDOWS = 16
+SAMPLE_WINDOW = 1 << 16
 # Keys longer than this, and keys ending in a NUL byte (which NumPy 'S' arrays cannot hold),
 # go to the filter as a list of bytes objects instead of an 'S' array.
 MAX_S_WIDTH = 4096
@@ -198,6 +207,52 @@ class Lines:
             out[idx] = method(keys)
         return out
 
+    def insert(self, f: Filter, unique: bool) -> Tuple[np.ndarray, Optional[int], Optional[FilterFullError]]:
+        """Inserts the keys into f (add_unique_many, or add_many), a bulk call per key group.
+        Returns (per-line "was new" mask, None, None); or, when the filter fills, (mask of the
+        lines before the failing line, its index, the error), with f holding exactly the keys of
+        the lines before it, inserted in line order: what this block did is undone (every copy
+        it added is removed again) and the block is inserted again in line order, up to the
+        failure."""
+        method = f.add_unique_many if unique else f.add_many
+        out = np.zeros(len(self), dtype=bool)
+        applied: List[Tuple[Any, Any]] = []
+        for idx, keys in self.key_groups():
+            try:
+                result = method(keys)
+            except FilterFullError as exc:
+                k = int(exc.inserted)
+                added = np.asarray(getattr(exc, "was_new", np.ones(k, dtype=bool)), dtype=bool)
+                applied.append((_take(keys, np.arange(k)), added))
+                return self._insert_in_order(f, unique, applied)
+            r = np.asarray(result, dtype=bool) if unique else np.ones(len(keys), dtype=bool)
+            applied.append((keys, r))
+            if idx is None:
+                out[:] = r
+            else:
+                out[idx] = r
+        return out, None, None
+
+    def _insert_in_order(self, f: Filter, unique: bool, applied: List[Tuple[Any, Any]]
+                         ) -> Tuple[np.ndarray, Optional[int], Optional[FilterFullError]]:
+        for keys, added in applied:  # undo: one copy of each key this block added
+            if len(keys):
+                f.discard_many(_take(keys, np.flatnonzero(added)))
+        data = self.data
+        in_order = [data[s : s + k] for s, k in zip(self.starts.tolist(), self.klen.tolist())]
+        out = np.zeros(len(self), dtype=bool)
+        try:
+            if unique:
+                out[:] = f.add_unique_many(in_order)
+            else:
+                f.add_many(in_order)
+                out[:] = True
+        except FilterFullError as exc:
+            k = int(exc.inserted)
+            out[:k] = getattr(exc, "was_new", True) if unique else True
+            return out, k, exc
+        return out, None, None
+
     def full_lengths(self) -> np.ndarray:
         return self.ends - self.starts + 1
 
@@ -243,6 +298,13 @@ class Lines:
         if self.virtual and final:
             data = data[:-1]
         return data
+
+
+def _take(keys: Any, idx: np.ndarray) -> Any:
+    """keys[idx] for a NumPy array or a list of bytes."""
+    if isinstance(keys, np.ndarray):
+        return keys[idx]
+    return [keys[i] for i in idx.tolist()]
 
 
 class Source:
@@ -335,59 +397,97 @@ def iter_blocks(sources: List[Source], block: int) -> Iterator[Tuple[Lines, bool
 # ---- sizing and filters ----------------------------------------------------------------------
 
 
-def estimate_lines(sources: List[Source], block: int) -> Tuple[int, bool]:
-    """An upper estimate of the number of lines, and whether it is an estimate at all (False when
-    a source is a pipe longer than one block)."""
+def _sample_keys(data: bytes, whole_start: bool, whole_end: bool) -> List[bytes]:
+    """The keys of the complete lines in `data` (a window of a file: a partial first or last line
+    is dropped unless the window starts or ends the file)."""
+    lines = data.split(b"\n")
+    if not whole_start:
+        lines = lines[1:]
+    if lines and (not whole_end or lines[-1] == b""):
+        lines = lines[:-1]
+    return [k[:-1] if k.endswith(b"\r") else k for k in lines]
+
+
+def distinct_estimate(sample: List[bytes], total_lines: float, complete: bool) -> float:
+    """Distinct keys of an input of about `total_lines` lines from a sample of its keys (all of
+    them when `complete`). The largest of: the distinct keys seen; Chao and Charikar's GEE,
+    sqrt(N/n) f1 + (d - f1) (f1 keys seen once, d seen at all), whose ratio error is bounded by
+    sqrt(N/n); and N f1/n (a sample of mostly single keys says the input is mostly distinct).
+    Never more than the lines. An underestimate only costs a growable filter a few stages."""
+    if complete or not sample:
+        return float(len(set(sample)))
+    counts = collections.Counter(sample)
+    n, d = len(sample), len(counts)
+    f1 = sum(1 for c in counts.values() if c == 1)
+    scale = max(total_lines / n, 1.0)
+    gee = math.sqrt(scale) * f1 + (d - f1)
+    return min(max(float(d), gee, total_lines * f1 / n), max(total_lines, float(d)))
+
+
+def estimate_keys(sources: List[Source], block: int) -> Tuple[int, bool]:
+    """An estimate of the distinct keys (lines) of the input, and whether it is an estimate at
+    all (False when a source is a pipe longer than two blocks). Regular files are sampled in
+    SAMPLE_WINDOWS windows (read whole when small); stdin is read up to two blocks ahead."""
+    keys: List[bytes] = []
     total = 0.0
-    known = True
+    complete = True
     for src in sources:
         size = src.regular_size()
         if size is not None and not src.is_stdin:
-            total += size / _mean_line_length(src.name, size)
+            sample, lines = _sample_file(src.name, size)
+            keys.extend(sample)
+            total += lines
+            complete = complete and lines == len(sample)
             continue
-        # stdin or a pipe: read one block ahead; if that was all of it, count exactly; if it is
-        # a regular file (`< big.txt`), scale by its size; else the size is unknown.
+        # stdin or a pipe: read two blocks ahead; if that was all of it, count exactly; if it is
+        # a regular file (`< big.txt`), scale the sample by its size; else the size is unknown.
         chunk = src.read(block)
-        if chunk:
-            rest = src.read(block)
-            src.pushed.extend(piece for piece in (chunk, rest) if piece)
-            if rest:
-                if size is not None:
-                    total += size / max(len(chunk) / max(chunk.count(b"\n"), 1), 1.0)
-                else:
-                    known = False
-                continue
-        total += chunk.count(b"\n") + 1
-    return int(math.ceil(total)), known
+        rest = src.read(block) if chunk else b""
+        src.pushed.extend(piece for piece in (chunk, rest) if piece)
+        head = chunk + rest
+        sample = _sample_keys(head, True, not rest or src.eof)
+        if rest and not src.eof:
+            if size is None:
+                return 0, False
+            complete = False
+            total += size / max(len(head) / max(head.count(b"\n"), 1), 1.0)
+        else:
+            total += len(sample)
+        keys.extend(sample)
+    return int(math.ceil(distinct_estimate(keys, total, complete))), True
 
 
-def _mean_line_length(path: str, size: int) -> float:
-    """Mean line length (bytes per newline) from up to four 64 KiB windows of a regular file."""
-    if size == 0:
-        return 1.0
-    window = 1 << 16
-    offsets = sorted({int(size * k / 4) for k in range(4)}) if size > 4 * window else [0]
-    nbytes = newlines = 0
+def _sample_file(path: str, size: int) -> Tuple[List[bytes], float]:
+    """(keys of the sampled lines, estimated lines of the file): the whole file when it is at most
+    SAMPLE_WINDOWS windows, else SAMPLE_WINDOWS windows spread evenly over it."""
     try:
         with open(path, "rb") as fh:
-            for off in offsets:
+            if size <= SAMPLE_WINDOWS * SAMPLE_WINDOW:
+                sample = _sample_keys(fh.read(), True, True)
+                return sample, float(len(sample))
+            keys: List[bytes] = []
+            nbytes = newlines = 0
+            for k in range(SAMPLE_WINDOWS):
+                off = (size - SAMPLE_WINDOW) * k // (SAMPLE_WINDOWS - 1)
                 fh.seek(off)
-                piece = fh.read(window if size > 4 * window else size)
+                piece = fh.read(SAMPLE_WINDOW)
                 nbytes += len(piece)
                 newlines += piece.count(b"\n")
+                keys.extend(_sample_keys(piece, off == 0, off + len(piece) >= size))
     except OSError as exc:
         raise CliError(f"cuckoo: cannot read input '{path}': {_one_line(exc)}", EXIT_USAGE) from None
-    return max(nbytes / max(newlines, 1), 1.0)
+    return keys, size / max(nbytes / max(newlines, 1), 1.0)
 
 
-def new_filter(capacity: int, fpr: float, growable: bool) -> Tuple[Filter, bool]:
-    """A filter of `capacity` keys; a growable one when asked and this build supports it."""
+def new_filter(capacity: int, fpr: float, growable: bool, seed: Any = None) -> Tuple[Filter, bool]:
+    """A filter of `capacity` keys; a growable one when asked and this build supports it. `seed`
+    None: a secret random seed (stored in the filter)."""
     if growable:
         try:
-            return Filter(capacity, fpr, growable=True), True  # type: ignore[call-arg]
+            return Filter(capacity, fpr, growable=True, seed=seed), True  # type: ignore[call-arg]
         except TypeError:
             pass  # this build has no growable filters
-    return Filter(capacity, fpr), False
+    return Filter(capacity, fpr, seed=seed), False
 
 
 def load_filter(path: str, writable: bool = False) -> Filter:
@@ -425,14 +525,26 @@ def save_filter(f: Filter, path: str) -> None:
         raise CliError(f"cuckoo: cannot write filter file '{path}': {_one_line(exc)}", EXIT_FILTER_FILE) from None
 
 
-def full_error(f: Filter, lines_done: int, stdin: bool) -> CliError:
-    hint = ("the input size is unknown on stdin: give --capacity N (N >= the number of distinct lines)"
-            if stdin else "give a larger --capacity")
-    return CliError(
-        f"cuckoo: the filter is full ({len(f):,} keys, capacity {f.capacity:,}, load {f.load_factor:.1%}) "
-        f"after {lines_done:,} input lines; output covers those lines only; {hint}",
-        EXIT_FULL,
-    )
+def full_error(command: str, f: Filter, line: int, exc: FilterFullError, stdin: bool, kept: str) -> CliError:
+    """The exit-3 error: the filter filled (or cannot hold the key) at input line `line` (1-based);
+    `kept` says what holds the lines before it."""
+    reason = getattr(exc, "reason", "full")
+    if reason == "copies":
+        what = ("the line's key already fills both of its buckets (a line repeated more than 2 x bucket_size "
+                "times, or lines crafted to collide)")
+        hint = ("drop --multiset to store each line once" if command == "build" else
+                "give --seed (a secret seed is the default) if the input may be crafted")
+    elif reason == "low_load":
+        what = "the lines' keys collide far more than random keys (input crafted against the seed?)"
+        hint = "use a secret seed (the default without --seed)"
+    elif reason in ("memory", "max_stages"):
+        what = "the filter cannot grow: " + " ".join(str(exc).split(";")[0].split(": ", 1)[-1].split())
+        hint = "give --capacity N, or free memory"
+    else:
+        what = f"no room for it ({len(f):,} keys, capacity {f.capacity:,}, load {f.load_factor:.1%})"
+        hint = ("the input size is unknown on stdin: give --capacity N (N >= the number of distinct lines)"
+                if stdin else "give a larger --capacity")
+    return CliError(f"cuckoo {command}: the filter is full at input line {line:,}: {what}; {kept}; {hint}", EXIT_FULL)
 
 
 # ---- progress and reports --------------------------------------------------------------------
@@ -534,22 +646,29 @@ class Output:
 
 
 def _auto_filter(args: argparse.Namespace, sources: List[Source], fpr: float) -> Tuple[Filter, bool, str]:
-    """The filter for dedup/build: loaded, fixed (--capacity) or automatic."""
+    """The filter for dedup/build: loaded, fixed (--capacity) or automatic (growable, sized by an
+    estimate of the distinct lines). New filters get --seed, else a secret random seed."""
     if getattr(args, "filter", None):
         f = load_filter(args.filter, writable=True)
         return f, False, f"loaded from {args.filter}"
+    seed = args.seed
     if args.capacity is not None:
-        return Filter(args.capacity, fpr), False, f"capacity {args.capacity:,} (fixed)"
-    estimate, known = estimate_lines(sources, args.block_size)
+        return Filter(args.capacity, fpr, seed=seed), False, f"capacity {args.capacity:,} (fixed)"
+    estimate, known = estimate_keys(sources, args.block_size)
     capacity = max(int(estimate * 1.2) + 16, MIN_CAPACITY) if known else GROWABLE_START
-    f, growable = new_filter(capacity, fpr, growable=True)
+    f, growable = new_filter(capacity, fpr, growable=True, seed=seed)
     if growable:
-        return f, True, f"growable, initial capacity {capacity:,}"
+        how = "estimated distinct lines" if known else "input of unknown size"
+        return f, True, f"growable, initial capacity {capacity:,} ({how})"
     if not known:
         capacity = STDIN_CAPACITY
-        f = Filter(capacity, fpr)
+        f = Filter(capacity, fpr, seed=seed)
     how = "estimated from the input" if known else "default for input of unknown size"
     return f, False, f"capacity {capacity:,} ({how})"
+
+
+def _on_stdin(sources: List[Source]) -> bool:
+    return any(s.is_stdin or s.regular_size() is None for s in sources)
 
 
 # Exact dedup reads blocks of 4 MiB: each block is one pass of the store's sorted verification over
@@ -571,7 +690,7 @@ def open_store(path: Optional[str], readonly: bool = False) -> "cuckoo.Store":
 
 def cmd_dedup_exact(args: argparse.Namespace) -> int:
     """dedup --exact / --store: every "seen" is checked against the key itself, kept in a log."""
-    for opt in ("filter", "save", "capacity", "fpr"):
+    for opt in ("filter", "save", "capacity", "fpr", "seed"):
         if getattr(args, opt) is not None:
             raise CliError(f"cuckoo dedup: --{opt} is for the filter; --exact/--store keep every key exactly",
                            EXIT_USAGE)
@@ -611,8 +730,9 @@ def cmd_dedup(args: argparse.Namespace) -> int:
     sources = sources_of(args.files)
     if args.save:
         check_can_save(args.save)
-    if args.filter and (args.capacity is not None or args.fpr is not None):
-        raise CliError("cuckoo dedup: --filter takes the loaded filter's parameters: drop --capacity/--fpr", EXIT_USAGE)
+    if args.filter and (args.capacity is not None or args.fpr is not None or args.seed is not None):
+        raise CliError("cuckoo dedup: --filter takes the loaded filter's parameters: drop --capacity/--fpr/--seed",
+                       EXIT_USAGE)
     fpr = args.fpr if args.fpr is not None else DEDUP_FPR
     f, growable, how = _auto_filter(args, sources, fpr)
     out = Output(args.output, sources)
@@ -621,12 +741,21 @@ def cmd_dedup(args: argparse.Namespace) -> int:
     expected_false = 0.0
     start = time.perf_counter()
     fpr_before = f.expected_fpr
+    failure: Optional[CliError] = None
     try:
         for lines, last_input in iter_blocks(sources, args.block_size):
-            try:
-                mask = lines.apply(f.add_unique_many, bool)
-            except FilterFullError:
-                raise full_error(f, read, any(s.is_stdin or s.regular_size() is None for s in sources)) from None
+            mask, failed_at, exc = lines.insert(f, unique=True)
+            if failed_at is not None:
+                # Keep the work done: the lines before the failing one are written, and the
+                # filter (holding exactly their keys) is saved below.
+                out.write(lines.select(mask, final=last_input))
+                written += int(np.count_nonzero(mask))
+                read += failed_at
+                kept = (f"the {read:,} lines before it are deduplicated in the output"
+                        + (f" and in the filter saved to {args.save}" if args.save else ""))
+                assert exc is not None
+                failure = full_error("dedup", f, read + 1, exc, _on_stdin(sources), kept)
+                break
             kept = int(np.count_nonzero(mask))
             fpr_after = f.expected_fpr
             expected_false += kept * 0.5 * (fpr_before + fpr_after)
@@ -642,6 +771,8 @@ def cmd_dedup(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - start
     if args.save:
         save_filter(f, args.save)
+    if failure is not None:
+        raise failure
     _note(args, f"cuckoo dedup: {read:,} lines read, {written:,} written, {read - written:,} dropped "
                 f"in {elapsed:.2f} s ({_si(read / max(elapsed, 1e-9))} lines/s)")
     _note(args, f"cuckoo dedup: expected unique lines wrongly dropped: {_small(expected_false)} "
@@ -657,22 +788,25 @@ def cmd_build(args: argparse.Namespace) -> int:
     f, _, how = _auto_filter(args, sources, fpr)
     progress = Progress(_progress_enabled(args), "build")
     read = added = nbytes = 0
+    failure: Optional[CliError] = None
     try:
         for lines, _last in iter_blocks(sources, args.block_size):
-            try:
-                if args.multiset:
-                    for _idx, keys in lines.key_groups():
-                        added += int(f.add_many(keys))
-                else:
-                    added += int(np.count_nonzero(lines.apply(f.add_unique_many, bool)))
-            except FilterFullError:
-                raise full_error(f, read, any(s.is_stdin or s.regular_size() is None for s in sources)) from None
+            mask, failed_at, exc = lines.insert(f, unique=not args.multiset)
+            added += int(np.count_nonzero(mask))
+            if failed_at is not None:
+                read += failed_at
+                assert exc is not None
+                failure = full_error("build", f, read + 1, exc, _on_stdin(sources),
+                                     f"the filter of the {read:,} lines before it is saved to {args.output}")
+                break
             read += len(lines)
             nbytes += len(lines.buf)
             progress.update(read, nbytes)
     finally:
         progress.done()
     save_filter(f, args.output)
+    if failure is not None:
+        raise failure
     _note(args, f"cuckoo build: {read:,} lines, {added:,} keys added, {len(f):,} in the filter "
                 f"({how}; load {f.load_factor:.1%}, {_bytes(f.nbytes)}, expected FPR {f.expected_fpr:.2g}) -> {args.output}")
     return EXIT_OK
@@ -917,10 +1051,14 @@ fingerprint collides with a stored one is dropped by mistake.
 progress (lines, lines/s) is shown on stderr when stderr is a terminal; --progress forces it,
 --quiet turns it and the final report off.
 
-capacity: --capacity N fixes the filter size (exit 3 if more than about N distinct lines arrive).
-Without it the filter grows if this build supports growable filters; otherwise it is sized
-from the input: file sizes / mean line length (sampled) x 1.2 for files, an exact count for
-stdin that fits in one block, and {STDIN_CAPACITY:,} for longer pipes.
+capacity: --capacity N fixes the filter size (exit 3 if more than about N distinct lines arrive:
+the lines before the failing one are written, --save saves the filter holding exactly them, and
+stderr names the line). Without it the filter grows, starting from an estimate of the distinct
+lines x 1.2: counted for files of up to 1 MiB and stdin of up to two blocks, estimated from 16
+sampled windows of larger files, {GROWABLE_START:,} for longer pipes.
+
+seed: new filters get a secret random seed (stored in the --save file), so that input crafted
+against the public hash behaves like any other; --seed N makes the filter file reproducible.
 
 report (stderr, unless --quiet): lines read, written, dropped, and the expected number of
 unique lines wrongly dropped: each kept line was tested against the filter, which answers
@@ -1153,6 +1291,23 @@ def _add_store_parser(sub: Any) -> None:
     q.set_defaults(_parser=q, func=cmd_store_compact)
 
 
+def _seed(text: str) -> int:
+    try:
+        v = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if not 0 <= v < 2**64:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 2**64 - 1: {text!r}")
+    return v
+
+
+def _add_seed_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--seed", type=_seed, metavar="N",
+                   help="seed of the key hash of a new filter, for reproducible filter files (default: a "
+                        "secret random seed, stored in the file, so that input crafted against the public "
+                        "hash cannot make lines collide)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="cuckoo",
@@ -1184,6 +1339,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--store", metavar="STORE",
                    help="exact dedup against a persistent store (created if absent): lines already in it "
                         "count as seen, new lines are added to it")
+    _add_seed_option(p)
     p.set_defaults(_parser=p, func=cmd_dedup)
 
     p = sub.add_parser("build", help="build a filter file from the lines of FILEs",
@@ -1197,6 +1353,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--multiset", action="store_true",
                    help="add every line, duplicates too (query --count then counts them, up to "
                         "2 x bucket_size copies of one key); default: each distinct line once")
+    _add_seed_option(p)
     p.set_defaults(_parser=p, func=cmd_build, filter=None)
 
     p = sub.add_parser("query", help="print the lines that may be in a filter (or, --absent, the others)",
