@@ -10,7 +10,7 @@ times the method (its result persisted on the cluster, not fetched) while a thre
 (psutil, every 50 ms): "peak MiB/worker" is the largest rise above the worker's RSS before the
 method started. The checks (printed, and the exit status is 1 if one fails):
 
-- `build` over N distinct keys in P partitions == Filter(N).add_many(the same keys) built locally;
+- `build` over N distinct keys in P partitions == Filter(N).add_unique_many(the same keys) built locally;
 - `dedup` keeps a subset of the exact first occurrences, in order, and its mask equals the local
   Filter(N).add_unique_many(keys) mask; the first occurrences it drops (false positives) are
   printed beside the expected number (distinct keys x the final filter's expected_fpr, an upper
@@ -178,12 +178,12 @@ def main(argv: Any = None) -> int:
     built = res["out"]
     t0 = time.perf_counter()
     local = cuckoo.Filter(n, fpr=args.fpr)
-    local.add_many(to_keys(np.arange(n, dtype=np.int64), kind))
+    local.add_unique_many(to_keys(np.arange(n, dtype=np.int64), kind))  # build's set semantics
     local_s = time.perf_counter() - t0
     equal = built == local
     ok &= equal
     rows.append(("cuckoo.dask.build (cluster)", res["seconds"], res["peaks"], f"== local: {equal}, {built!r}"))
-    rows.append(("Filter.add_many (one process)", local_s, [], "reference for build"))
+    rows.append(("Filter.add_unique_many (one process)", local_s, [], "reference for build"))
     pk, tb = len(pickle.dumps(built)), len(built.to_bytes())
     ok &= abs(pk - tb) <= 100
     del local
