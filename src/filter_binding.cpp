@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "errors.hpp"
@@ -232,8 +233,8 @@ std::pair<std::string, const char*> failure_text(const cuckoo::StagedFilter& f) 
     }
 }
 
-[[noreturn]] void raise_full_in_batch(const cuckoo::StagedFilter& f, uint64_t done, uint64_t total) {
-    const auto why = failure_text(f);
+// `why`: failure_text, taken while the batch still held the write lock.
+[[noreturn]] void raise_full_in_batch(const std::pair<std::string, const char*>& why, uint64_t done, uint64_t total) {
     raise_filter_full("filter is full: " + why.first + "; " + with_commas(done) + " of " + with_commas(total) +
                           " keys of the batch were handled before that key; every key stored before is still there",
                       done, why.second);
@@ -246,6 +247,7 @@ uint64_t insert_batches(PyFilter& self, const std::vector<KeyBatch>& batches, cu
     SignalCheck stop;
     uint64_t done = 0;
     bool full = false;
+    std::pair<std::string, const char*> why;
     {
         WriteLock lock(self);
         // Safe without the GIL: see read_many; the write lock keeps every other thread out.
@@ -258,9 +260,10 @@ uint64_t insert_batches(PyFilter& self, const std::vector<KeyBatch>& batches, cu
             done += n;
             if (n < b.size) break;
         }
+        if (full) why = failure_text(self.core);
     }
     stop.raise_if_interrupted();
-    if (full) raise_full_in_batch(self.core, done, total);
+    if (full) raise_full_in_batch(why, done, total);
     return done;
 }
 
