@@ -330,6 +330,29 @@ def test_build_multiset_of_one_repeated_line_is_a_clear_error(tmp_path):
 
 
 @needs_save
+def test_crafted_lines_against_seed_0_and_the_default_secret_seed(tmp_path):
+    # Issue 19: `cuckoo build --multiset` of 864 bytes of crafted input wrote a 12.3 MiB filter.
+    # Lines whose keys (8 bytes, the little-endian bytes of integers from the closed-form XXH3
+    # inverse) share one bucket pair and fingerprint in the filter the CLI makes for this input.
+    from _xxh3_inverse import colliding_keys
+
+    m = cuckoo.Filter(cli.MIN_CAPACITY, cli.BUILD_FPR).bucket_count
+    keys = [int(k).to_bytes(8, "little") for k in colliding_keys(400, m)]
+    keys = [k for k in keys if b"\n" not in k and not k.endswith(b"\r")][:108]
+    assert len(keys) == 108
+    data = b"".join(k + b"\n" for k in keys)
+    flt = tmp_path / "c.cuckoo"
+    proc = run("build", "--multiset", "--seed", "0", "-o", flt, input=data)
+    assert proc.returncode == 3 and _failing_line(proc.stderr.decode()) == 9
+    f = cuckoo.Filter.load(str(flt))
+    assert len(f.stages) == 1 and len(f) == 8 and os.path.getsize(flt) < 64 << 10
+    # the default: a secret seed, and the same lines are just lines
+    run("build", "--multiset", "-o", flt, input=data, check=0)
+    g = cuckoo.Filter.load(str(flt))
+    assert g.seed != 0 and len(g) == 108 and len(g.stages) == 1 and all(k in g for k in keys)
+
+
+@needs_save
 def test_new_filters_get_a_secret_seed_unless_given(tmp_path):
     src = tmp_path / "k.txt"
     src.write_bytes(b"a\nb\n")
