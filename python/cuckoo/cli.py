@@ -751,10 +751,10 @@ def cmd_dedup(args: argparse.Namespace) -> int:
                 out.write(lines.select(mask, final=last_input))
                 written += int(np.count_nonzero(mask))
                 read += failed_at
-                kept = (f"the {read:,} lines before it are deduplicated in the output"
+                done = (f"the {read:,} lines before it are deduplicated in the output"
                         + (f" and in the filter saved to {args.save}" if args.save else ""))
                 assert exc is not None
-                failure = full_error("dedup", f, read + 1, exc, _on_stdin(sources), kept)
+                failure = full_error("dedup", f, read + 1, exc, _on_stdin(sources), done)
                 break
             kept = int(np.count_nonzero(mask))
             fpr_after = f.expected_fpr
