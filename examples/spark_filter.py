@@ -2,8 +2,9 @@
 
     PYSPARK_PYTHON=$(which python) python examples/spark_filter.py
 
-Builds a filter of a string column with mapInArrow (one full-size filter per partition, merged
-with treeReduce) and with the RDD API (treeReduce(operator.or_) on Filter objects, which pickle as
+Builds a filter of the distinct values of a string column (set semantics: add_unique_many per
+partition, merged with the set union |) with mapInArrow (one full-size filter per partition,
+merged with treeReduce) and with the RDD API (treeReduce(operator.or_) on Filter objects, which pickle as
 their bytes), checks both equal a filter built locally, then marks rows with a broadcast filter.
 Not part of the test suite: pyspark is a ~456 MB download.
 """
@@ -34,12 +35,12 @@ def main() -> int:
     n = df.count()  # one pass: every partition filter gets this capacity, so merges are exact
     params = dict(capacity=max(n, 1), fpr=0.001, seed=0)
     local = cuckoo.Filter(**params)
-    local.add_many(pdf["user_id"])
+    local.add_unique_many(pdf["user_id"])
 
     def build_partition(batches):
         f = cuckoo.Filter(**params)
         for batch in batches:
-            f.add_many(batch.column("user_id"))  # Arrow strings, zero-copy
+            f.add_unique_many(batch.column("user_id"))  # Arrow strings, zero-copy
         yield pa.RecordBatch.from_pydict({"filter": [f.to_bytes()]})
 
     blobs = df.select("user_id").mapInArrow(build_partition, "filter binary").rdd.map(lambda row: bytes(row.filter))
@@ -50,7 +51,7 @@ def main() -> int:
 
     def build_rows(rows):
         f = cuckoo.Filter(**params)
-        f.add_many([r.user_id for r in rows])
+        f.add_unique_many([r.user_id for r in rows])
         return [f]
 
     rdd_merged = df.rdd.mapPartitions(build_rows).treeReduce(operator.or_)
