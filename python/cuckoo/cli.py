@@ -235,7 +235,10 @@ class Lines:
 
     def _insert_in_order(self, f: Filter, unique: bool, applied: List[Tuple[Any, Any]]
                          ) -> Tuple[np.ndarray, Optional[int], Optional[FilterFullError]]:
-        for keys, added in applied:  # undo: one copy of each key this block added
+        # Undo: one copy of each key this block added. Exact for a one-stage filter (a fixed
+        # --capacity, where filling is expected); in a grown filter a delete is refused when the
+        # key's fingerprint shows in two stages (about the FPR per key), and that key then stays.
+        for keys, added in applied:
             if len(keys):
                 f.discard_many(_take(keys, np.flatnonzero(added)))
         data = self.data
