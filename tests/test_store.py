@@ -530,3 +530,31 @@ def test_random_damage_never_crashes(tmp_path):
             outcomes["read_error"] = outcomes.get("read_error", 0) + 1
         s.close()
     assert outcomes["opened"] and outcomes["format_error"], outcomes
+
+
+def test_golden_store_file_reads_the_same_forever(tmp_path):
+    """tests/data/golden_store_v1.ckv (format version 1) reads with and without its snapshot, and
+    today's writer still writes it byte for byte (a change of format must bump the version)."""
+    import shutil
+    import sys
+    data = os.path.join(os.path.dirname(__file__), "data")
+    sys.path.insert(0, data)
+    try:
+        import make_golden_store as golden
+    finally:
+        sys.path.remove(data)
+    for ext in ("", ".idx"):
+        shutil.copy(os.path.join(data, "golden_store_v1.ckv" + ext), tmp_path / ("g.ckv" + ext))
+    s = cuckoo.Store(tmp_path / "g.ckv", readonly=True)
+    assert s.stats()["snapshot_used"] and s.seed == 0x5EED
+    assert dict(s.items()) == golden.expected() and len(s) == 101
+    assert s[3] == b"int-3" and s["é"] == "ü".encode() and "k95" not in s
+    s.close()
+    os.unlink(tmp_path / "g.ckv.idx")
+    s = cuckoo.Store(tmp_path / "g.ckv", readonly=True)
+    assert not s.stats()["snapshot_used"] and dict(s.items()) == golden.expected()
+    s.close()
+    golden.write(str(tmp_path / "new.ckv"))
+    for ext in ("", ".idx"):
+        with open(os.path.join(data, "golden_store_v1.ckv" + ext), "rb") as a, open(tmp_path / ("new.ckv" + ext), "rb") as b:
+            assert a.read() == b.read(), "the writer no longer writes format version 1 byte for byte"

@@ -282,6 +282,44 @@ TEST_CASE(second_writer_is_refused) {
     ::rmdir(dir.c_str());
 }
 
+#ifdef CUCKOO_TEST_DATA
+// tests/data/golden_store_v1.ckv, written on a little-endian machine by make_golden_store.py,
+// reads the same on this one (run under qemu-user for big-endian s390x and aarch64 in CI).
+TEST_CASE(golden_store_file_reads_on_every_platform) {
+    const std::string dir = temp_dir();
+    for (bool with_snapshot : {true, false}) {
+        const std::string path = dir + "/g.ckv";
+        for (const char* ext : {"", ".idx"}) {
+            if (!with_snapshot && ext[0]) continue;
+            FILE* in = std::fopen((std::string(CUCKOO_TEST_DATA) + "/golden_store_v1.ckv" + ext).c_str(), "rb");
+            REQUIRE(in != nullptr);
+            FILE* out = std::fopen((path + ext).c_str(), "wb");
+            int c;
+            while ((c = std::fgetc(in)) != EOF) std::fputc(c, out);
+            std::fclose(in);
+            std::fclose(out);
+        }
+        cuckoo::Store::Options o;
+        o.readonly = true;
+        auto s = cuckoo::Store::open(path, o);
+        CHECK_EQ(s->stats().snapshot_used, with_snapshot);
+        CHECK_EQ(s->size(), 101u);
+        CHECK_EQ(s->header().seed, 0x5EEDu);
+        std::string v;
+        const std::string k7 = "k7", k42 = "k42", k95 = "k95";
+        CHECK(s->get(k7.data(), 2, hash_of(*s, k7), &v) && v == "new-7");
+        CHECK(s->get(k42.data(), 3, hash_of(*s, k42), &v) && v == "value-42value-42");
+        CHECK(!s->get(k95.data(), 3, hash_of(*s, k95), nullptr));
+        unsigned char three[8];
+        cuckoo::store_le64(three, 3);
+        CHECK(s->get(three, 8, s->hasher().hash_key(three, 8), &v) && v == "int-3");
+        s->close();
+        remove_store(path);
+    }
+    ::rmdir(dir.c_str());
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) { return cktest::run_all(argc, argv); }

@@ -243,7 +243,7 @@ public:
     void sync() {
         flush();
         if (anonymous_) return;
-        if (::fdatasync(fd_) != 0) throw_errno("cannot sync the store's log");
+        durable_sync();
         header_.synced_end = file_end_;
         write_synced_end();
     }
@@ -257,7 +257,7 @@ public:
             header_.synced_end = offset;
             write_synced_end();
         }
-        if (::fdatasync(fd_) != 0) throw_errno("cannot sync the store's log");
+        durable_sync();
     }
 
     // Drops the pages of [lo, hi) of the mapping from this process (they stay in the page cache):
@@ -287,6 +287,15 @@ public:
         read_header();
         file_end_ = file_size();
         remap();
+    }
+
+    // fdatasync where it exists; on macOS, F_FULLFSYNC (its fsync does not reach the medium).
+    void durable_sync() {
+#if defined(__APPLE__)
+        if (::fcntl(fd_, F_FULLFSYNC) != 0 && ::fsync(fd_) != 0) throw_errno("cannot sync the store's log");
+#else
+        if (::fdatasync(fd_) != 0) throw_errno("cannot sync the store's log");
+#endif
     }
 
     void sync_directory() {
