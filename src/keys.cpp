@@ -2,6 +2,8 @@
 
 #include <cctype>
 
+#include <pybind11/gil_safe_call_once.h>
+
 namespace cuckoo_py {
 
 namespace {
@@ -14,6 +16,18 @@ constexpr bool kHostLittleEndian = !CUCKOO_BIG_ENDIAN;
 // list of 10^8 keys takes seconds. Run the signal handlers every this many keys (cheap: a flag
 // test; PyErr_CheckSignals does nothing outside the main thread).
 constexpr size_t kKeysPerSignalCheck = size_t(1) << 16;
+// The most hashes reserved on the word of an iterable's __length_hint__ (8 MiB).
+constexpr size_t kMaxReserveFromHint = size_t(1) << 20;
+
+// Python objects looked up once and kept for the process. Never in a plain function-local static:
+// its initialiser would run an import, which releases the GIL, while C++ holds the static's guard;
+// a second thread making its first bulk call then waits on that guard holding the GIL, and the
+// first waits for the GIL forever. gil_safe_call_once_and_store drops the GIL before it waits.
+// Leaked on purpose: destroying them after the interpreter has gone would crash at exit.
+template <class Lookup>
+PyObject* python_object_once(py::gil_safe_call_once_and_store<py::object>& storage, Lookup&& lookup) {
+    return storage.call_once_and_store_result(std::forward<Lookup>(lookup)).get_stored().ptr();
+}
 
 void push_hash(std::vector<uint64_t>& out, uint64_t h) {
     out.push_back(h);
@@ -63,7 +77,9 @@ KeyBatch hashes_of_iterable(const cuckoo::KeyHasher& f, const py::handle& keys) 
         }
         const Py_ssize_t hint = PyObject_LengthHint(o, 0);
         if (hint < 0) throw_error_already_set();  // __length_hint__ raised: list(keys) would fail too
-        if (hint > 0) b.hashes.reserve(static_cast<size_t>(hint));
+        // Only a hint (any object can claim 2**62 items): reserve at most a bounded amount and let
+        // the vector grow with the keys that really come.
+        if (hint > 0) b.hashes.reserve(std::min(static_cast<size_t>(hint), kMaxReserveFromHint));
         while (PyObject* item = PyIter_Next(it.ptr())) {
             uint64_t h;
             const bool ok = hash_object(f, item, h);
@@ -322,10 +338,12 @@ std::vector<KeyBatch> make_batches(const cuckoo::KeyHasher& f, const py::handle&
     if (PyObject_CheckBuffer(o)) {
         // An ndarray subclass may be a masked array: its buffer holds values under the mask too,
         // which are missing values, not keys. (Plain ndarrays skip the Python call.)
-        static PyObject* ndarray_type = py::object(py::module_::import("numpy").attr("ndarray")).release().ptr();
+        PYBIND11_CONSTINIT static py::gil_safe_call_once_and_store<py::object> ndarray_storage;
+        PyObject* ndarray_type = python_object_once(ndarray_storage, [] { return py::module_::import("numpy").attr("ndarray"); });
         if (Py_TYPE(o) != reinterpret_cast<PyTypeObject*>(ndarray_type) && py::isinstance<py::array>(keys)) {
-            static py::object* is_masked = new py::object(py::module_::import("numpy.ma").attr("is_masked"));
-            if ((*is_masked)(keys).cast<bool>())
+            PYBIND11_CONSTINIT static py::gil_safe_call_once_and_store<py::object> is_masked_storage;
+            py::handle is_masked = python_object_once(is_masked_storage, [] { return py::module_::import("numpy.ma").attr("is_masked"); });
+            if (is_masked(keys).cast<bool>())
                 throw py::value_error("keys contain masked (missing) values: missing values are not keys "
                                       "(use arr.compressed() to drop them)");
         }
@@ -334,9 +352,9 @@ std::vector<KeyBatch> make_batches(const cuckoo::KeyHasher& f, const py::handle&
     }
     // Arrow arrays, chunked arrays, pandas Series and friends: the Python side turns them into
     // zero-copy parts (NumPy arrays, or (offsets, data) pairs for variable-width strings).
-    // Leaked on purpose: a static py::object would be destroyed after the interpreter.
-    static py::object* to_parts = new py::object(py::module_::import("cuckoo._inputs").attr("batch_parts"));
-    py::object parts = (*to_parts)(keys);
+    PYBIND11_CONSTINIT static py::gil_safe_call_once_and_store<py::object> to_parts_storage;
+    py::handle to_parts = python_object_once(to_parts_storage, [] { return py::module_::import("cuckoo._inputs").attr("batch_parts"); });
+    py::object parts = to_parts(keys);
     if (parts.is_none()) {
         out.push_back(of_iterable(f, keys, form));
         return out;
