@@ -1,8 +1,9 @@
 // Python keys -> 64-bit key hashes. The only place that knows how Python objects and buffers
 // become keys; the core only ever sees hashes.
 //
-//   int (and bool, and NumPy integer scalars): its value as a 64-bit two's-complement word;
-//       must lie in [-2^63, 2^64)
+//   int (and NumPy integer scalars): its value as a 64-bit two's-complement word; must lie in
+//       [-2^63, 2^64). Not bool: True and False are refused like boolean arrays (as keys 1 and 0
+//       they would be silent collisions with the ints)
 //   bytes, bytearray, memoryview (contiguous): their bytes
 //   str: its UTF-8 bytes
 //
@@ -148,6 +149,10 @@ inline bool key_bytes_of_object(PyObject* key, KeyBytes& out) {
 // through key_bytes_of_object.
 inline bool hash_object(const cuckoo::KeyHasher& f, PyObject* key, uint64_t& out) {
     if (PyLong_Check(key)) {
+        if (PyBool_Check(key)) {
+            PyErr_SetString(PyExc_TypeError, "bool keys are not supported: keys must be int, bytes or str (use int(flag))");
+            return false;
+        }
         uint64_t v;
         if (!int_key_value(key, v)) return false;
         out = f.hash_int(v);

@@ -613,14 +613,6 @@ def test_int_range_boundaries(wide_filter):
     assert -(2**63) != 2**63 and wide_filter.bucket_indices(-(2**63)) == wide_filter.bucket_indices(2**63)
 
 
-def test_bool_is_an_int(wide_filter):
-    assert wide_filter.bucket_indices(True) == wide_filter.bucket_indices(1)
-    assert wide_filter.bucket_indices(False) == wide_filter.bucket_indices(0)
-    wide_filter.add(True)
-    assert 1 in wide_filter and True in wide_filter
-    assert wide_filter.count(1) == 1
-
-
 def test_int_equals_its_little_endian_bytes(wide_filter):
     for k in (0, 1, 12345, -1, 2**63):
         assert wide_filter.bucket_indices(k) == wide_filter.bucket_indices((k % 2**64).to_bytes(8, "little"))

@@ -308,7 +308,7 @@ def test_u_arrays_property(values, extra_width, order, step):
 
 # ---- Python objects ----------------------------------------------------------------------------
 
-MIXED = [1, -1, 2**64 - 1, -(2**63), b"x", "x", "é😀", b"", "", 0, True, np.int16(-7), np.uint64(2**63),
+MIXED = [1, -1, 2**64 - 1, -(2**63), b"x", "x", "é😀", b"", "", 0, np.int16(-7), np.uint64(2**63),
          np.bytes_(b"nb"), np.str_("ns"), bytearray(b"ba"), memoryview(b"mv")]
 
 
