@@ -332,13 +332,11 @@ py::object merge_op(const py::handle& self, const py::handle& other, cuckoo::Mer
 }
 
 PyFilter* filter_of(PyObject* self) {
-    auto* inst = reinterpret_cast<py::detail::instance*>(self);
-    auto vh = inst->get_value_and_holder();
-    if (!vh.holder_constructed()) {
-        PyErr_SetString(PyExc_TypeError, "cuckoo.Filter is not initialised");
+    if (!filter_is_built(self)) {
+        PyErr_SetString(PyExc_TypeError, kFilterNotBuilt);
         return nullptr;
     }
-    return static_cast<PyFilter*>(vh.value_ptr());
+    return static_cast<PyFilter*>(reinterpret_cast<py::detail::instance*>(self)->get_value_and_holder().value_ptr());
 }
 
 // `key in f` straight from the type's sq_contains slot, bypassing pybind11's generic dispatch:

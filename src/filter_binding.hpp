@@ -36,6 +36,38 @@ struct PyFilter {
     py::object backing;
 };
 
+// Whether the Python object `self` (a cuckoo.Filter or a subclass) has its C++ filter: an object
+// made by Filter.__new__ without __init__ has none.
+inline bool filter_is_built(PyObject* self) {
+    return reinterpret_cast<py::detail::instance*>(self)->get_value_and_holder().holder_constructed();
+}
+constexpr const char* kFilterNotBuilt =
+    "this cuckoo.Filter is not initialised (it was made by Filter.__new__ without __init__)";
+
+}  // namespace cuckoo_py
+
+namespace pybind11 {
+namespace detail {
+
+// Every Filter argument, `self` included, is loaded through this caster. For an object whose C++
+// filter was never built (Filter.__new__(Filter)), pybind11 would hand the method fresh
+// uninitialised memory (it allocates a missing value lazily), whose mutex then hangs or aborts:
+// such an object is refused with a TypeError before any method body runs.
+template <>
+class type_caster<cuckoo_py::PyFilter> : public type_caster_base<cuckoo_py::PyFilter> {
+public:
+    bool load(handle src, bool convert) {
+        if (typeinfo && src && PyObject_TypeCheck(src.ptr(), typeinfo->type) && !cuckoo_py::filter_is_built(src.ptr()))
+            throw type_error(cuckoo_py::kFilterNotBuilt);
+        return type_caster_base<cuckoo_py::PyFilter>::load(src, convert);
+    }
+};
+
+}  // namespace detail
+}  // namespace pybind11
+
+namespace cuckoo_py {
+
 // Lock guards that never block while holding the GIL: a thread waiting for the filter must not
 // stop the thread inside the filter from re-taking the GIL (for signal checks). The uncontended
 // case costs one atomic load and one atomic operation and keeps the GIL.

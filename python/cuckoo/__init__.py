@@ -32,9 +32,10 @@ except ImportError as exc:  # pragma: no cover - only on a broken install
         "with `pip install .` (a plain checkout on sys.path has no compiled extension)."
     ) from exc
 
-from . import _display, _persist
+from . import _display, _lifecycle, _persist
 from .store import RecoveryWarning, Store
 
+_lifecycle.install(Filter)
 _display.install(Filter)
 _persist.install(Filter)
 
