@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "cuckoo/format.hpp"
 #include "errors.hpp"
 #include "keys.hpp"
 #include "memory.hpp"
@@ -293,15 +294,30 @@ py::array_t<bool> discard_many(PyFilter& self, const py::handle& keys) {
 
 // ---- merging ----
 
+// A deep copy, taken without the GIL: copying a large table takes a while. A read-only filter (a
+// view of a memory-mapped file) may have been opened without reading its tables: they are
+// recounted first, so that a header whose item counts disagree with its tables raises FormatError
+// here instead of being carried into a writable filter (and from there into a file with fresh
+// checksums).
+PyFilter copy_of(const PyFilter& self) {
+    ReadLock lock(self);
+    py::gil_scoped_release nogil;  // safe: reads only the table, under the read lock
+    if (!self.core.writable()) cuckoo::format::check_item_counts(self.core);
+    return PyFilter(self);
+}
+
 void merge_into(PyFilter& self, const PyFilter& other, cuckoo::MergeMode mode) {
     // Snapshot `other` first and only then lock `self`: never hold one filter's lock while
     // waiting for another's (a.merge(b) and b.merge(a) in two threads must not deadlock).
+    // Both whole-table steps run without the GIL: they touch only the two filters, under their locks.
     const cuckoo::StagedFilter snapshot = [&] {
         ReadLock lock(other);
+        py::gil_scoped_release nogil;
         return other.core;
     }();
     WriteLock lock(self);
     try {
+        py::gil_scoped_release nogil;
         self.core.merge(snapshot, mode);
     } catch (const cuckoo::FilterFullError& e) {
         raise_filter_full(e.what(), 0, "full");
@@ -315,11 +331,7 @@ py::object merge_op(const py::handle& self, const py::handle& other, cuckoo::Mer
         merge_into(self.cast<PyFilter&>(), other.cast<const PyFilter&>(), mode);
         return py::reinterpret_borrow<py::object>(self);
     }
-    const PyFilter& me = self.cast<const PyFilter&>();
-    PyFilter result = [&] {
-        ReadLock lock(me);
-        return PyFilter(me);
-    }();
+    PyFilter result = copy_of(self.cast<const PyFilter&>());
     merge_into(result, other.cast<const PyFilter&>(), mode);
     return py::cast(std::move(result));
 }
@@ -337,6 +349,14 @@ PyFilter* filter_of(PyObject* self) {
         return nullptr;
     }
     return static_cast<PyFilter*>(reinterpret_cast<py::detail::instance*>(self)->get_value_and_holder().value_ptr());
+}
+
+// The whole-table comparison of == and != (seconds for filters of 10^7 keys), without the GIL.
+bool equal(const PyFilter& a, const PyFilter& b) {
+    if (&a == &b) return true;
+    ReadLockPair locks(a, b);
+    py::gil_scoped_release nogil;  // safe: reads only the two tables, under their read locks
+    return a.core == b.core;
 }
 
 // `key in f` straight from the type's sq_contains slot, bypassing pybind11's generic dispatch:
@@ -428,31 +448,16 @@ Keys are int (64-bit, signed or unsigned), bytes, or str (hashed as UTF-8).
         WriteLock lock(self);
         self.core.clear();
     }, "Remove every key.");
-    cls.def("copy", [](const PyFilter& self) {
-        ReadLock lock(self);
-        return PyFilter(self);
-    }, "A deep copy.");
-    cls.def("__copy__", [](const PyFilter& self) {
-        ReadLock lock(self);
-        return PyFilter(self);
-    });
-    cls.def("__deepcopy__", [](const PyFilter& self, const py::handle&) {
-        ReadLock lock(self);
-        return PyFilter(self);
-    }, py::arg("memo"));
+    cls.def("copy", &copy_of, "A deep copy (writable, also of a memory-mapped filter).");
+    cls.def("__copy__", &copy_of);
+    cls.def("__deepcopy__", [](const PyFilter& self, const py::handle&) { return copy_of(self); }, py::arg("memo"));
     cls.def("__eq__", [](const PyFilter& self, const py::handle& other) -> py::object {
         if (!py::isinstance<PyFilter>(other)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
-        const PyFilter& o = other.cast<const PyFilter&>();
-        if (&o == &self) return py::bool_(true);
-        ReadLockPair locks(self, o);
-        return py::bool_(self.core == o.core);
+        return py::bool_(equal(self, other.cast<const PyFilter&>()));
     }, py::arg("other"));
     cls.def("__ne__", [](const PyFilter& self, const py::handle& other) -> py::object {
         if (!py::isinstance<PyFilter>(other)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
-        const PyFilter& o = other.cast<const PyFilter&>();
-        if (&o == &self) return py::bool_(false);
-        ReadLockPair locks(self, o);
-        return py::bool_(self.core != o.core);
+        return py::bool_(!equal(self, other.cast<const PyFilter&>()));
     }, py::arg("other"));
     cls.attr("__hash__") = py::none();  // mutable, like set
 

@@ -59,6 +59,7 @@ py::bytes to_bytes(const PyFilter& self) {
         // Safe without the GIL: reads the table under the read lock and writes only into `out`,
         // a new object no other thread can see yet. Large tables take a while (checksum + copy).
         py::gil_scoped_release nogil;
+        if (!self.core.writable()) fmt::check_item_counts(self.core);  // see copy_of (filter_binding.cpp)
         fmt::write_into(self.core, dst, static_cast<size_t>(n));
     }
     return out;
@@ -108,6 +109,7 @@ void write_fd(const PyFilter& self, int fd) {
     {
         // Safe without the GIL: reads the table under the read lock; writes to a plain descriptor.
         py::gil_scoped_release nogil;
+        if (!self.core.writable()) fmt::check_item_counts(self.core);  // see copy_of (filter_binding.cpp)
         fmt::write(self.core, [&](const unsigned char* p, size_t n) {
             while (n > 0 && err == 0) {
                 const size_t chunk = n < (size_t(1) << 30) ? n : (size_t(1) << 30);

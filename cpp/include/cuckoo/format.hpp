@@ -428,14 +428,27 @@ inline uint64_t count_nonzero_slots(const PackedTable& t) {
     return nonzero;
 }
 
+// Whether a table holds the number of items its header says.
+inline void check_item_count(const PackedTable& t, uint64_t item_count) {
+    const uint64_t occupied = count_nonzero_slots(t);
+    if (occupied != item_count)
+        fail("inconsistent data: the header says " + std::to_string(item_count) + " items, the table holds " +
+             std::to_string(occupied));
+}
+
 // Whether stage `s` of a verified header matches its table: checksum and item count.
 inline void verify_table(const Filter& f, const StageInfo& s, uint32_t i) {
     if (xxh64(f.table().data(), static_cast<size_t>(s.table_length), kTableChecksumSeed) != s.table_checksum)
         fail("checksum mismatch in the table of stage " + std::to_string(i) + ": the data is corrupt");
-    const uint64_t occupied = count_nonzero_slots(f.table());
-    if (occupied != s.item_count)
-        fail("inconsistent data: the header says " + std::to_string(s.item_count) + " items, the table holds " +
-             std::to_string(occupied));
+    check_item_count(f.table(), s.item_count);
+}
+
+// Whether every stage of a filter holds the items it counts. For a view opened without
+// verification (its counts come from a header that was never checked against the tables) before
+// it is copied or written out: a mismatch is reported, not carried into a new table or a file
+// with fresh checksums.
+inline void check_item_counts(const StagedFilter& f) {
+    for (const Filter& st : f.stages()) check_item_count(st.table(), st.size());
 }
 
 namespace detail {
