@@ -17,6 +17,7 @@
 
 #include "cuckoo/format.hpp"
 #include "filter_binding.hpp"
+#include "memory.hpp"
 
 namespace cuckoo_py {
 
@@ -101,6 +102,16 @@ std::unique_ptr<PyFilter> from_view(const py::handle& obj, bool verify) {
     return out;
 }
 
+// How many bytes the serialized filter that `data` starts with has, as far as `data` tells (see
+// cuckoo::format::bytes_needed): Filter.load reads pipes and devices in these steps. A declared
+// length that cannot fit in memory raises MemoryError before anything more is read.
+uint64_t bytes_needed(const py::handle& data) {
+    ByteSource src(data, "_bytes_needed");
+    const uint64_t n = fmt::bytes_needed(src.data(), src.size());
+    require_memory(n, "the filter data (by the size its header declares)");
+    return n;
+}
+
 // Writes the serialized filter to a file descriptor (the temporary file of Filter.save), straight
 // from the table's memory: no second copy of a large filter in memory.
 void write_fd(const PyFilter& self, int fd) {
@@ -145,6 +156,9 @@ void register_persistence(FilterClass& cls) {
                    "table. Every byte is checked; bad data raises cuckoo.FormatError saying what is wrong.");
     cls.def_static("_from_view", &from_view, py::arg("buffer"), py::arg("verify"),
                    "Internal (Filter.load(mmap=True)): a read-only filter whose table is a view of buffer.");
+    cls.def_static("_bytes_needed", &bytes_needed, py::arg("data"),
+                   "Internal (Filter.load of a pipe or device): the bytes the serialized filter starting with data "
+                   "has, as far as data tells.");
     cls.def("_write_fd", &write_fd, py::arg("fd"), "Internal (Filter.save): write the serialized filter to fd.");
 }
 

@@ -29,6 +29,10 @@ def _reduce(self: Any) -> Tuple[Callable[[bytes], Any], Tuple[bytes]]:
     return (_restore, (self.to_bytes(),))
 
 
+# Reads of a pipe or device go in steps of at most this many bytes.
+_STREAM_STEP = 16 << 20
+
+
 def _temp_path(path: str) -> str:
     directory, name = os.path.split(path)
     return os.path.join(directory, f".{name}.{secrets.token_hex(6)}.tmp")
@@ -97,22 +101,29 @@ def load(cls: Any, path: PathLike, mmap: bool = False, *, verify: bool = False) 
     header is read and checked, so this takes about the same time for 1 KiB and 1 GiB, and pages
     of the table are read from disk as lookups touch them. Writes raise ``cuckoo.ReadOnlyError``;
     ``copy()`` gives a writable in-memory filter. ``verify=True`` also checks the table checksum
-    and item count, which reads the whole file. Keep the file unchanged while the filter is
-    alive: ``save()`` over it is safe (it replaces the file, the mapping keeps the old one), but
-    truncating it in place makes lookups crash (SIGBUS), as with any memory-mapped file.
+    and item count, which reads the whole file; without it, ``copy()`` and ``save()`` recount
+    the tables first and raise ``FormatError`` if the header disagrees. Keep the file unchanged
+    while the filter is alive: ``save()`` over it is safe (it replaces the file, the mapping keeps
+    the old one), but truncating it in place makes lookups crash (SIGBUS), as with any
+    memory-mapped file.
+
+    A path that is not a regular file (a pipe, a device) is read in bounded steps against the
+    sizes its header declares, each checked before it is used (``_read_stream``).
     """
     if not isinstance(mmap, bool):
         raise TypeError(f"mmap must be a bool, not {type(mmap).__name__}")
     if not isinstance(verify, bool):
         raise TypeError(f"verify must be a bool, not {type(verify).__name__}")
     with open(os.fspath(path), "rb") as fh:
-        size = os.fstat(fh.fileno()).st_size
-        try:
-            mapped = _mmap.mmap(fh.fileno(), 0, access=_mmap.ACCESS_READ) if size > 0 else None
-        except (OSError, ValueError):  # not mappable (a pipe, a special file): read it instead
-            mapped = None
+        st = os.fstat(fh.fileno())
+        mapped = None
+        if stat.S_ISREG(st.st_mode) and st.st_size > 0:
+            try:
+                mapped = _mmap.mmap(fh.fileno(), 0, access=_mmap.ACCESS_READ)
+            except (OSError, ValueError):  # not mappable here: read it instead
+                mapped = None
         if mapped is None:
-            data = fh.read()
+            data = _read_stream(fh)
             # Without a mapping, mmap=True still gives what it promises: a read-only filter.
             return _core.Filter._from_view(data, verify) if mmap else _core.Filter.from_bytes(data)  # type: ignore[no-any-return]
     if mmap:
@@ -131,6 +142,24 @@ def load(cls: Any, path: PathLike, mmap: bool = False, *, verify: bool = False) 
         return _core.Filter.from_bytes(mapped)  # type: ignore[no-any-return]
     finally:
         mapped.close()
+
+
+def _read_stream(fh: Any) -> bytearray:
+    """The serialized filter from a file without a usable size (a pipe, a device), read in
+    bounded steps against the sizes its header declares, checked before they are trusted: junk
+    is refused after 64 bytes, ``/dev/zero`` ends at once. One byte past the declared end is read
+    too, so that ``from_bytes`` reports trailing data rather than ignoring it."""
+    buf = bytearray()
+    need = _core.Filter._bytes_needed(buf)
+    while len(buf) < need:
+        chunk = fh.read(min(need - len(buf), _STREAM_STEP))
+        if not chunk:
+            return buf  # truncated: from_bytes says so
+        buf += chunk
+        if len(buf) == need:
+            need = max(need, _core.Filter._bytes_needed(buf))
+    buf += fh.read(1)
+    return buf
 
 
 def _advise(mapped: _mmap.mmap, name: str) -> None:

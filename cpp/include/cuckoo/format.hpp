@@ -265,18 +265,27 @@ inline void check_stage(const StageInfo& s, uint32_t i) {
         fail(st + "capacity " + std::to_string(s.capacity) + " is invalid (must be 1.." + std::to_string(slots) + ")");
 }
 
-// Version 1. `data` has `size` bytes and starts with the magic and a version field of 1.
-inline Header parse_v1(const unsigned char* data, size_t size) {
-    Header h;
-    h.version = 1;
-    if (size < kFixedHeaderBytes)
-        fail("truncated: " + std::to_string(size) + " bytes, shorter than the " + std::to_string(kFixedHeaderBytes) +
-             "-byte fixed header");
+// The header length field of version 1 (data holds the fixed header), checked to be one a header
+// can have: at most 4,168 bytes.
+inline uint64_t header_length_v1(const unsigned char* data) {
     const uint64_t hlen = get_le32(data + v1::kHeaderLengthAt);
     const uint64_t min_hlen = header_length_for(1), max_hlen = header_length_for(kMaxStages);
     if (hlen < min_hlen || hlen > max_hlen || (hlen - kFixedHeaderBytes - kChecksumBytes) % kStageRecordBytes != 0)
         fail("corrupt header: header length " + std::to_string(hlen) + " is not 72 + 64 x (1.." +
              std::to_string(kMaxStages) + " stages)");
+    return hlen;
+}
+
+// Version 1. `data` has `size` bytes and starts with the magic and a version field of 1. With
+// whole = false, `data` may hold just the header: the layout is checked against the file length
+// the header declares, not against `size`, and nothing after the header is read.
+inline Header parse_v1(const unsigned char* data, size_t size, bool whole) {
+    Header h;
+    h.version = 1;
+    if (size < kFixedHeaderBytes)
+        fail("truncated: " + std::to_string(size) + " bytes, shorter than the " + std::to_string(kFixedHeaderBytes) +
+             "-byte fixed header");
+    const uint64_t hlen = header_length_v1(data);
     if (size < hlen)
         fail("truncated: the header is " + std::to_string(hlen) + " bytes, only " + std::to_string(size) +
              " are present");
@@ -334,23 +343,24 @@ inline Header parse_v1(const unsigned char* data, size_t size) {
     if (h.file_length != end)
         fail("corrupt header: the file length field says " + std::to_string(h.file_length) +
              " bytes, the layout needs " + std::to_string(end));
-    for (uint32_t i = 0; i < n; ++i) {
+    for (uint32_t i = 0; i < n && whole; ++i) {
         const StageInfo& s = h.stages[i];
         if (size < s.table_offset + s.table_length)
             fail("truncated: the header says stage " + std::to_string(i) + " has " + std::to_string(s.table_length) +
                  " bytes of table at offset " + std::to_string(s.table_offset) + ", " +
                  std::to_string(size > s.table_offset ? size - s.table_offset : 0) + " present");
     }
-    if (size < h.file_length)
+    if (whole && size < h.file_length)
         fail("truncated: the header says " + std::to_string(h.file_length) + " bytes, " + std::to_string(size) +
              " present (the padding after the last table is missing)");
-    if (size > h.file_length)
+    if (whole && size > h.file_length)
         fail("trailing data: the header says " + std::to_string(h.file_length) + " bytes, " + std::to_string(size) +
              " present");
 
     // Gaps: between the header and the first table, and after each table. All small.
     uint64_t at = hlen;
     for (const StageInfo& s : h.stages) {
+        if (!whole) break;
         check_zero(data, at, s.table_offset, "padding before a table");
         at = end_after_table(s.table_offset, s.table_length);
         check_zero(data, s.table_offset + s.table_length, at, "padding after a table");
@@ -365,27 +375,53 @@ inline Header parse_v1(const unsigned char* data, size_t size) {
     return h;
 }
 
-}  // namespace detail
-
-// Parses and validates the header of serialized data of `size` bytes: magic, version, header
-// checksum, every parameter, the layout against `size` (exact length) and the zero padding. Reads
-// only the header and the gap bytes, never a table. Version dispatch happens here.
-inline Header parse_header(const unsigned char* data, size_t size) {
-    if (size == 0) fail("truncated: no data (0 bytes)");
+// The magic, on as many of its bytes as `size` holds (at least one).
+inline void check_magic(const unsigned char* data, size_t size) {
     const size_t n = size < sizeof kMagic ? size : sizeof kMagic;
     if (std::memcmp(data, kMagic, n) != 0)
         fail("bad magic: not a serialized cuckoo filter (it starts with " + hex_prefix(data, n) +
              ", expected 43 55 43 4b 4f 4f 46 00 = \"CUCKOOF\\0\")");
+}
+
+}  // namespace detail
+
+// Parses and validates the header of serialized data of `size` bytes: magic, version, header
+// checksum, every parameter, the layout against `size` (exact length) and the zero padding. Reads
+// only the header and the gap bytes, never a table. Version dispatch happens here. With
+// whole = false, `data` need only hold the header (see parse_v1).
+inline Header parse_header(const unsigned char* data, size_t size, bool whole = true) {
+    if (size == 0) fail("truncated: no data (0 bytes)");
+    detail::check_magic(data, size);
     if (size < v1::kVersionAt + 4)
         fail("truncated: " + std::to_string(size) + " bytes, too short to hold a format version");
     const uint32_t version = get_le32(data + v1::kVersionAt);
     switch (version) {
-        case 1: return detail::parse_v1(data, size);
+        case 1: return detail::parse_v1(data, size, whole);
         // A new version adds a case here and keeps every earlier one.
         default:
             fail("unsupported format version " + std::to_string(version) + " (this build reads " +
                  (kVersion == 1 ? std::string("1") : "1.." + std::to_string(kVersion)) + ")");
     }
+}
+
+// For reading from a stream (a pipe, a device: no size known beforehand) in bounded steps: the
+// number of bytes the serialized filter starting with data[0, size) has in all, as far as these
+// bytes tell. The caller reads until it holds that many and asks again, until the answer no longer
+// grows: 64 (the fixed header), then the header length, then the file length. Each answer comes
+// from checked fields only (the magic first, then the header length's range, the file length only
+// once the whole header passed its checksum and every check of parse_header), so junk is refused
+// after at most 64 bytes and no length is trusted before it is checked.
+inline uint64_t bytes_needed(const unsigned char* data, size_t size) {
+    if (size < kFixedHeaderBytes) {
+        if (size > 0) detail::check_magic(data, size);
+        return kFixedHeaderBytes;
+    }
+    detail::check_magic(data, size);
+    if (get_le32(data + v1::kVersionAt) == 1) {
+        const uint64_t hlen = detail::header_length_v1(data);
+        if (size < hlen) return hlen;
+    }
+    return parse_header(data, size, false).file_length;
 }
 
 // Non-zero slots of a packed table, in one sequential sweep: each step reads the L = 64 / f
