@@ -21,7 +21,6 @@ namespace {
 
 constexpr double kDefaultFpr = 0.001;
 constexpr unsigned kDefaultMaxKicks = 500;
-constexpr long long kMaxMaxKicks = 1000000;
 // Bulk loops re-take the GIL to check for Ctrl-C every this many blocks of keys (~16k keys,
 // well under a millisecond of work), so an interrupt is honoured quickly.
 constexpr uint64_t kBlocksPerSignalCheck = 512;
@@ -115,7 +114,7 @@ PyFilter make_filter(const py::handle& capacity, const py::handle& fpr, const py
     } else if (!fpr.is_none()) {
         target = fpr_arg(fpr);
     }
-    const unsigned kicks = static_cast<unsigned>(int_arg(max_kicks, "max_kicks", 0, kMaxMaxKicks));
+    const unsigned kicks = static_cast<unsigned>(int_arg(max_kicks, "max_kicks", 0, cuckoo::kMaxKicksLimit));
     const uint64_t s = seed_arg(seed);
     const cuckoo::HashAlgorithm algorithm = hash_algorithm_arg(hash_algorithm);
     if (f == 0) {
@@ -392,7 +391,7 @@ fpr               target false-positive rate at capacity (default 0.001); picks 
                   fingerprint width f = ceil(log2(2 * bucket_size / fpr))
 fingerprint_bits  the fingerprint width f (4..32) instead of fpr
 bucket_size       slots per bucket: 2, 4 (default) or 8
-max_kicks         buckets the eviction search may visit before an insert gives up
+max_kicks         buckets the eviction search may visit before an insert gives up (0..65536)
 seed              seed of the key hash (0 .. 2**64 - 1; filters are reproducible), or None /
                   "random" for a secret seed drawn from the OS (stored in the filter's files):
                   use it for keys an adversary may choose

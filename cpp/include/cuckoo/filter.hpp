@@ -42,6 +42,9 @@ public:
 constexpr unsigned kMinFingerprintBits = 4;
 constexpr unsigned kMaxFingerprintBits = 32;
 constexpr uint64_t kMaxBucketCount = uint64_t(1) << 32;  // bucket index comes from 32 hash bits
+// The most buckets an insert's eviction search may visit: bounds the time of a failing insert
+// (a few milliseconds; the default of 500 takes microseconds).
+constexpr unsigned kMaxKicksLimit = 65536;
 
 inline bool valid_bucket_size(unsigned b) { return b == 2 || b == 4 || b == 8; }
 

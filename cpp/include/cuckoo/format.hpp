@@ -25,6 +25,7 @@
 // for views, so that mapping a large file does not read it).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -59,7 +60,10 @@ constexpr uint64_t kFixedHeaderBytes = 64;
 constexpr uint64_t kStageRecordBytes = 64;
 constexpr uint64_t kChecksumBytes = 8;
 constexpr uint32_t kMaxStages = static_cast<uint32_t>(cuckoo::kMaxStages);  // see staged.hpp
-constexpr uint64_t kMaxMaxKicks = 1000000;   // same bound as the Python constructor's
+// max_kicks values a file may hold: the constructor's bound of release 0.2.0. Values above the
+// present bound (kMaxKicksLimit) are read as that bound: a file, maybe from elsewhere, must not
+// make each failing insert search for a tenth of a second; what the filter holds is unchanged.
+constexpr uint64_t kMaxMaxKicks = 1000000;
 
 // Field offsets of the version-1 fixed header and stage records.
 namespace v1 {
@@ -315,6 +319,7 @@ inline Header parse_v1(const unsigned char* data, size_t size, bool whole) {
              std::to_string(header_length_for(n)) + " bytes, the header says " + std::to_string(hlen));
     if (h.max_kicks > kMaxMaxKicks)
         fail("invalid max_kicks " + std::to_string(h.max_kicks) + " (at most " + std::to_string(kMaxMaxKicks) + ")");
+    h.max_kicks = std::min<uint32_t>(h.max_kicks, kMaxKicksLimit);
     if (h.capacity == 0) fail("invalid capacity 0");
 
     uint64_t end = hlen;  // end of the previous section
