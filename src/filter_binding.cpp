@@ -82,7 +82,10 @@ uint64_t seed_arg(const py::handle& v) {
 double fpr_arg(const py::handle& v) {
     if (!PyFloat_Check(v.ptr()) && !(PyLong_Check(v.ptr()) && !PyBool_Check(v.ptr())))
         throw py::type_error(std::string("fpr must be a float, not ") + type_name(v.ptr()));
-    const double x = py::cast<double>(v);
+    // PyFloat_AsDouble rather than py::cast: an int too large for a double (10**400) must be a
+    // ValueError like any other out-of-range fpr, not pybind11's RuntimeError "Unable to cast".
+    const double x = PyFloat_AsDouble(v.ptr());
+    if (x == -1.0 && PyErr_Occurred()) PyErr_Clear();
     if (!(x > 0.0 && x < 1.0)) throw py::value_error("fpr must be in (0, 1), got " + py::repr(v).cast<std::string>());
     return x;
 }
