@@ -7,11 +7,12 @@ themselves come from the compiled core (``Filter.to_bytes`` / ``Filter.from_byte
 
 from __future__ import annotations
 
+import errno
 import mmap as _mmap
 import os
 import secrets
 import stat
-from typing import Any, Callable, Tuple, Union
+from typing import Any, Callable, Optional, Tuple, Union
 
 from . import _core
 
@@ -33,9 +34,78 @@ def _reduce(self: Any) -> Tuple[Callable[[bytes], Any], Tuple[bytes]]:
 _STREAM_STEP = 16 << 20
 
 
-def _temp_path(path: str) -> str:
+def _temp_prefix(path: str) -> str:
     directory, name = os.path.split(path)
-    return os.path.join(directory, f".{name}.{secrets.token_hex(6)}.tmp")
+    return os.path.join(directory, f".{name}.")
+
+
+def _temp_path(path: str) -> str:
+    # The writer's process id is part of the name: a later save can tell the temporaries of a
+    # process that died (kill -9 mid-save) from those of a save still running (_remove_stale).
+    return f"{_temp_prefix(path)}{os.getpid()}.{secrets.token_hex(6)}.tmp"
+
+
+def _remove_stale(path: str) -> None:
+    """Removes temporary files of earlier saves to ``path`` whose process no longer exists."""
+    if os.name != "posix":  # pragma: no cover - no cheap "is this process alive" test elsewhere
+        return
+    directory, prefix = os.path.split(_temp_prefix(path))
+    try:
+        entries = [e.name for e in os.scandir(directory or ".") if e.name.startswith(prefix) and e.name.endswith(".tmp")]
+    except OSError:  # pragma: no cover - an unreadable directory: the save itself will say so
+        return
+    for name in entries:
+        pid_text = name[len(prefix):].split(".", 1)[0]
+        if not pid_text.isdigit() or int(pid_text) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid_text), 0)
+        except ProcessLookupError:
+            try:
+                os.unlink(os.path.join(directory, name))
+            except OSError:  # pragma: no cover - removed by another save meanwhile
+                pass
+        except (OSError, OverflowError):  # alive (another user's) or not a process id
+            pass
+
+
+def _save_target(path: str) -> str:
+    """The file a save to ``path`` writes: the target of a symlink (the link stays a link).
+
+    Refuses a path that exists and is not a regular file: renaming over it would replace a device
+    node, a FIFO or a socket with a regular file.
+    """
+    target = os.path.realpath(path) if os.path.islink(path) else path
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        return target
+    if stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(errno.EISDIR, "is a directory: nothing was replaced", target)
+    if not stat.S_ISREG(st.st_mode):
+        raise FileExistsError(errno.EEXIST, "exists and is not a regular file: nothing was replaced", target)
+    return target
+
+
+def _unnamed_file(directory: str) -> Optional[int]:
+    """An unnamed file in ``directory`` (Linux O_TMPFILE), or None where the OS or the file
+    system offers none. A crash before it is linked leaves nothing behind."""
+    flag = getattr(os, "O_TMPFILE", 0)
+    if not flag:  # pragma: no cover - not Linux
+        return None
+    try:
+        return os.open(directory or ".", flag | os.O_WRONLY | getattr(os, "O_CLOEXEC", 0), 0o666)
+    except OSError:
+        return None
+
+
+def _link_unnamed(fd: int, tmp: str) -> bool:
+    """Gives the unnamed file ``fd`` the name ``tmp``; False if that is not possible here."""
+    try:
+        os.link(f"/proc/self/fd/{fd}", tmp, follow_symlinks=True)  # linkat(..., AT_SYMLINK_FOLLOW)
+    except OSError:
+        return False
+    return True
 
 
 def _fsync_directory(directory: str) -> None:
@@ -55,6 +125,18 @@ def _fsync_directory(directory: str) -> None:
         os.close(fd)
 
 
+def _write_file(self: Any, fd: int, path: str) -> None:
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        pass
+    else:
+        if hasattr(os, "fchmod"):
+            os.fchmod(fd, mode)
+    self._write_fd(fd)
+    os.fsync(fd)
+
+
 def save(self: Any, path: PathLike) -> None:
     """Write the filter to ``path`` atomically.
 
@@ -63,30 +145,42 @@ def save(self: Any, path: PathLike) -> None:
     ``path`` (``os.replace``); the directory is fsynced too where the OS allows it. Readers see the
     old file or the new one, never a partial one, also after a crash. An existing file's
     permission bits are kept; a new file gets the usual ones (0o666 minus the umask).
+
+    A symlink is written through: its target gets the new bytes. A path that exists and is not a
+    regular file (a device, a FIFO, a directory) is refused with an OSError and left alone.
+    Where the OS offers unnamed files (Linux ``O_TMPFILE``) the temporary file has a name only for
+    the instant before the rename, so a killed save leaves nothing behind; elsewhere, and in that
+    instant, the temporary file's name carries the process id, and the next save to the same path
+    removes temporaries whose process is gone.
     """
-    path = os.fsdecode(os.fspath(path))
+    path = _save_target(os.fsdecode(os.fspath(path)))
+    _remove_stale(path)
     tmp = _temp_path(path)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(tmp, flags, 0o666)
+    fd = _unnamed_file(os.path.dirname(path))
+    named = False  # whether `tmp` exists (and must go if anything fails)
     try:
         try:
-            try:
-                mode = stat.S_IMODE(os.stat(path).st_mode)
-            except FileNotFoundError:
-                pass
-            else:
-                if hasattr(os, "fchmod"):
-                    os.fchmod(fd, mode)
-            self._write_fd(fd)
-            os.fsync(fd)
+            if fd is not None:
+                _write_file(self, fd, path)
+                named = _link_unnamed(fd, tmp)
+                if not named:  # no /proc to name it through: write a named temporary file instead
+                    unnamed, fd = fd, None
+                    os.close(unnamed)
+            if fd is None:
+                flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+                fd = os.open(tmp, flags, 0o666)
+                named = True
+                _write_file(self, fd, path)
         finally:
-            os.close(fd)
+            if fd is not None:
+                os.close(fd)
         os.replace(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:  # pragma: no cover
-            pass
+        if named:
+            try:
+                os.unlink(tmp)
+            except OSError:  # pragma: no cover
+                pass
         raise
     _fsync_directory(os.path.dirname(os.path.abspath(path)))
 
