@@ -49,6 +49,7 @@ EXIT_OK = 0
 EXIT_USAGE = 1
 EXIT_FILTER_FILE = 2
 EXIT_FULL = 3
+EXIT_WRITE = 4
 
 DEFAULT_BLOCK = 2 << 20
 DEDUP_FPR = 1e-4
@@ -616,15 +617,31 @@ def _note(args: argparse.Namespace, text: str) -> None:
         sys.stderr.flush()
 
 
+def write_error(what: str, exc: OSError) -> CliError:
+    """A failed write to an output (ENOSPC, EIO, EPIPE with SIGPIPE ignored, ...): one line, exit 4."""
+    return CliError(f"cuckoo: cannot write {what}: {_one_line(exc)}", EXIT_WRITE)
+
+
+def write_stdout(text: str, flush: bool = False) -> None:
+    try:
+        sys.stdout.write(text)
+        if flush:
+            sys.stdout.flush()
+    except OSError as exc:
+        raise write_error("to standard output", exc) from None
+
+
 class Output:
     """stdout or -o FILE, written in whole blocks."""
 
     def __init__(self, path: Optional[str], inputs: List[Source]) -> None:
         self.path = path
+        self.what = "to standard output"
         if path is None or path == "-":
             self.fh: IO[bytes] = sys.stdout.buffer
             self.owned = False
             return
+        self.what = f"output '{path}'"
         for src in inputs:
             if not src.is_stdin and os.path.exists(src.name) and os.path.exists(path) and os.path.samefile(src.name, path):
                 raise CliError(f"cuckoo: output '{path}' is also an input: refusing to overwrite it", EXIT_USAGE)
@@ -636,13 +653,19 @@ class Output:
 
     def write(self, data: bytes) -> None:
         if data:
-            self.fh.write(data)
+            try:
+                self.fh.write(data)
+            except OSError as exc:
+                raise write_error(self.what, exc) from None
 
     def close(self) -> None:
-        if self.owned:
-            self.fh.close()
-        else:
-            self.fh.flush()
+        try:
+            if self.owned:
+                self.fh.close()
+            else:
+                self.fh.flush()
+        except OSError as exc:
+            raise write_error(self.what, exc) from None
 
 
 # ---- subcommands -----------------------------------------------------------------------------
@@ -874,7 +897,7 @@ def cmd_info(args: argparse.Namespace) -> int:
     f = load_filter(args.filter)
     info = filter_info(f, args.filter)
     if args.json:
-        sys.stdout.write(json.dumps(info, indent=2) + "\n")
+        write_stdout(json.dumps(info, indent=2) + "\n")
         return EXIT_OK
     bpi = info["bits_per_item"]
     rows = [
@@ -891,7 +914,7 @@ def cmd_info(args: argparse.Namespace) -> int:
     if "growable" in info:
         rows.append(("growable", str(info["growable"])))
     width = max(len(k) for k, _ in rows)
-    sys.stdout.write("".join(f"{k:<{width}}  {v}\n" for k, v in rows))
+    write_stdout("".join(f"{k:<{width}}  {v}\n" for k, v in rows))
     return EXIT_OK
 
 
@@ -927,12 +950,10 @@ def _text_lines(ids: np.ndarray) -> bytes:
 def cmd_demo(args: argparse.Namespace) -> int:
     n = args.size
     rng = np.random.default_rng(args.seed)
-    out = sys.stdout
     total_t0 = time.perf_counter()
 
     def w(text: str = "") -> None:
-        out.write(text + "\n")
-        out.flush()
+        write_stdout(text + "\n", flush=True)
 
     w(f"cuckoo {cuckoo.__version__} demo: {n:,} random 64-bit keys, then {n:,} text lines to dedup "
       f"(generated in memory, seed {args.seed})")
@@ -1043,7 +1064,8 @@ when more input follows it); empty lines are keys too. FILE '-' or no FILE reads
 
 EXIT_HELP = """\
 exit codes: 0 ok, 1 usage error or unreadable input, 2 a filter file that cannot be read or
-written, 3 the filter is full (fixed --capacity too small)."""
+written, 3 the filter is full (fixed --capacity too small), 4 the output cannot be written
+(e.g. no space left on the device)."""
 
 DEDUP_EPILOG = f"""\
 Writes each line the first time it is seen, in input order. A cuckoo filter remembers the keys
@@ -1396,6 +1418,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _discard_stdout() -> None:
+    # What a failed write left in stdout's buffer would fail again when Python flushes it at exit
+    # (a second report and exit status 120): point stdout at the null device instead.
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, io.UnsupportedOperation):  # pragma: no cover - stdout replaced or closed
+        pass
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
     # parse_known_args, then file names found after options (`dedup a.txt -o out b.txt`,
@@ -1415,9 +1448,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         # Behave like other filters in a pipe (`cuckoo dedup big | head`): end quietly.
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
-        return int(args.func(args))
+        code = int(args.func(args))
+        try:  # text written to stdout (info, demo) may still sit in its buffer
+            sys.stdout.flush()
+        except OSError as exc:
+            raise write_error("to standard output", exc) from None
+        return code
     except CliError as exc:
         sys.stderr.write(str(exc) + "\n")
+        if exc.code == EXIT_WRITE and argv is None:  # a real run: the process ends next
+            _discard_stdout()
         return exc.code
     except KeyboardInterrupt:
         sys.stderr.write("cuckoo: interrupted\n")
