@@ -20,58 +20,13 @@ import numpy as np
 import pytest
 
 import cuckoo
-from _threads import run_threads
+from _threads import MIN_PROGRESS, ProgressCounter, run_threads, run_until_progress
 
 pytestmark = pytest.mark.skipif(
     hasattr(sys, "_is_gil_enabled") and not sys._is_gil_enabled(), reason="measures the GIL; this build has none"
 )
 
 
-class ProgressCounter:
-    """A thread counting its iterations while `in_call` is set. Each iteration ends in
-    time.sleep(0), which releases the GIL: the thread never blocks another thread's GIL
-    re-acquisition (the main thread re-takes the GIL for signal checks during bulk calls)."""
-
-    def __init__(self) -> None:
-        self.in_call = False
-        self.during = 0
-        self._stop = False
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        import time
-
-        self._ready.set()
-        while not self._stop:
-            if self.in_call:
-                self.during += 1
-            time.sleep(0)
-
-    def __enter__(self) -> "ProgressCounter":
-        self._old_interval = sys.getswitchinterval()
-        sys.setswitchinterval(1000.0)  # no forced GIL hand-over during the test
-        self._thread.start()
-        self._ready.wait()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop = True
-        self._thread.join()
-        sys.setswitchinterval(self._old_interval)
-
-    def progress_during(self, call) -> int:
-        """Iterations the counter ran while call() was running."""
-        start = self.during
-        self.in_call = True
-        try:
-            call()
-        finally:
-            self.in_call = False
-        return self.during - start
-
-
-MIN_PROGRESS = 100  # counter iterations; a GIL-holding call allows exactly 0
 N_LOOKUPS = 2_000_000
 
 
@@ -85,15 +40,6 @@ def loaded():
 def test_control_a_call_holding_the_gil_shows_no_progress():
     with ProgressCounter() as counter:
         assert counter.progress_during(lambda: sum(range(5_000_000))) == 0
-
-
-def run_until_progress(counter: ProgressCounter, call, max_calls: int = 8) -> int:
-    progress = 0
-    for _ in range(max_calls):
-        progress += counter.progress_during(call)
-        if progress >= MIN_PROGRESS:
-            break
-    return progress
 
 
 @pytest.mark.parametrize("method", ["contains_many", "count_many", "add_many", "add_unique_many", "discard_many"])
