@@ -569,12 +569,17 @@ def test_cli_write_errors_are_one_line_with_their_own_exit_code(tmp_path):
     src.write_bytes(b"".join(b"line %d\n" % (k % 5000) for k in range(100_000)))
     filt = tmp_path / "f.cuckoo"
     assert cli("build", src, "-o", filt).returncode == 0
+    store = tmp_path / "s.store"
+    assert cli("store", "put", store, "k", "value").returncode == 0
     with open("/dev/full", "wb") as full:
         runs = {
             "dedup > /dev/full": cli("dedup", "-q", src, stdout=full),
             "dedup -o /dev/full": cli("dedup", "-q", src, "-o", "/dev/full"),
             "query > /dev/full": cli("query", filt, src, stdout=full),
             "info > /dev/full": cli("info", filt, stdout=full),
+            "store get > /dev/full": cli("store", "get", store, "k", stdout=full),
+            "store info > /dev/full": cli("store", "info", store, stdout=full),
+            "store export -o /dev/full": cli("store", "export", store, "-o", "/dev/full"),
         }
     for what, proc in runs.items():
         err = proc.stderr.decode()

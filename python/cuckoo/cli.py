@@ -622,9 +622,12 @@ def write_error(what: str, exc: OSError) -> CliError:
     return CliError(f"cuckoo: cannot write {what}: {_one_line(exc)}", EXIT_WRITE)
 
 
-def write_stdout(text: str, flush: bool = False) -> None:
+def write_stdout(data: Union[str, bytes], flush: bool = False) -> None:
     try:
-        sys.stdout.write(text)
+        if isinstance(data, bytes):
+            sys.stdout.buffer.write(data)
+        else:
+            sys.stdout.write(data)
         if flush:
             sys.stdout.flush()
     except OSError as exc:
@@ -1191,9 +1194,9 @@ def cmd_store_get(args: argparse.Namespace) -> int:
                 missing += 1
                 sys.stderr.write(f"cuckoo store get: {text}: not found\n")
             else:
-                sys.stdout.buffer.write(v + (b"" if v.endswith(b"\n") else b"\n"))
+                write_stdout(v + (b"" if v.endswith(b"\n") else b"\n"))
+        write_stdout("", flush=True)
     finally:
-        sys.stdout.flush()
         store.close()
     return EXIT_USAGE if missing else EXIT_OK
 
@@ -1229,17 +1232,17 @@ def cmd_store_info(args: argparse.Namespace) -> int:
         store.close()
     st = info
     if args.json:
-        print(json.dumps(info, indent=2))
+        write_stdout(json.dumps(info, indent=2) + "\n")
         return EXIT_OK
-    print(f"store {args.store}: {st['live_keys']:,} keys")
-    print(f"  log:   {_bytes(st['log_bytes'])} ({_bytes(st['live_bytes'])} live, {_bytes(st['dead_bytes'])} dead: "
-          f"compact() reclaims them)")
-    print(f"  index: {_bytes(st['index_bytes'])} ({st['index_bytes_per_key']:.1f} bytes per key), "
-          f"{st['buckets']:,} buckets of 4, load {st['load_factor']:.1%}, {st['tag_bits']}-bit tags")
+    write_stdout(f"store {args.store}: {st['live_keys']:,} keys\n")
+    write_stdout(f"  log:   {_bytes(st['log_bytes'])} ({_bytes(st['live_bytes'])} live, {_bytes(st['dead_bytes'])} dead: "
+                 f"compact() reclaims them)\n")
+    write_stdout(f"  index: {_bytes(st['index_bytes'])} ({st['index_bytes_per_key']:.1f} bytes per key), "
+                 f"{st['buckets']:,} buckets of 4, load {st['load_factor']:.1%}, {st['tag_bits']}-bit tags\n")
     opened = "from its snapshot" if st["snapshot_used"] else f"from the log ({st['snapshot_note']})"
-    print(f"  opened {opened}; {st['replayed_records']:,} log records replayed")
+    write_stdout(f"  opened {opened}; {st['replayed_records']:,} log records replayed\n")
     if st["recovered_bytes"]:
-        print(f"  a torn tail of {st['recovered_bytes']:,} bytes at offset {st['recovered_at']:,} is ignored")
+        write_stdout(f"  a torn tail of {st['recovered_bytes']:,} bytes at offset {st['recovered_at']:,} is ignored\n")
     return EXIT_OK
 
 
