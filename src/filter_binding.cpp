@@ -346,7 +346,7 @@ py::object merge_op(const py::handle& self, const py::handle& other, cuckoo::Mer
 }
 
 PyFilter* filter_of(PyObject* self) {
-    if (!filter_is_built(self)) {
+    if (!value_is_built(self)) {
         PyErr_SetString(PyExc_TypeError, kFilterNotBuilt);
         return nullptr;
     }

@@ -9,6 +9,7 @@
 #include <functional>
 #include <mutex>
 #include <shared_mutex>
+#include <string>
 
 #include "cuckoo/staged.hpp"
 
@@ -36,32 +37,37 @@ struct PyFilter {
     py::object backing;
 };
 
-// Whether the Python object `self` (a cuckoo.Filter or a subclass) has its C++ filter: an object
-// made by Filter.__new__ without __init__ has none.
-inline bool filter_is_built(PyObject* self) {
+// Whether the Python object `self` (of a bound class, or a subclass) has its C++ value: an object
+// made by T.__new__ without __init__ has none.
+inline bool value_is_built(PyObject* self) {
     return reinterpret_cast<py::detail::instance*>(self)->get_value_and_holder().holder_constructed();
 }
 constexpr const char* kFilterNotBuilt =
     "this cuckoo.Filter is not initialised (it was made by Filter.__new__ without __init__)";
+
+// The caster of a bound class whose objects must have their C++ value (see below for PyFilter).
+// For an object made by __new__ without __init__, pybind11 would hand a method freshly allocated,
+// uninitialised memory (it allocates a missing value lazily), whose mutex then hangs or aborts:
+// such an object is refused with a TypeError before any method body runs.
+template <class T>
+class BuiltOnlyCaster : public py::detail::type_caster_base<T> {
+public:
+    bool load(py::handle src, bool convert) {
+        if (this->typeinfo && src && PyObject_TypeCheck(src.ptr(), this->typeinfo->type) && !value_is_built(src.ptr()))
+            throw py::type_error(std::string("this ") + Py_TYPE(src.ptr())->tp_name +
+                                 " object is not initialised (it was made by __new__ without __init__)");
+        return py::detail::type_caster_base<T>::load(src, convert);
+    }
+};
 
 }  // namespace cuckoo_py
 
 namespace pybind11 {
 namespace detail {
 
-// Every Filter argument, `self` included, is loaded through this caster. For an object whose C++
-// filter was never built (Filter.__new__(Filter)), pybind11 would hand the method fresh
-// uninitialised memory (it allocates a missing value lazily), whose mutex then hangs or aborts:
-// such an object is refused with a TypeError before any method body runs.
+// Every Filter argument, `self` included, is loaded through this caster.
 template <>
-class type_caster<cuckoo_py::PyFilter> : public type_caster_base<cuckoo_py::PyFilter> {
-public:
-    bool load(handle src, bool convert) {
-        if (typeinfo && src && PyObject_TypeCheck(src.ptr(), typeinfo->type) && !cuckoo_py::filter_is_built(src.ptr()))
-            throw type_error(cuckoo_py::kFilterNotBuilt);
-        return type_caster_base<cuckoo_py::PyFilter>::load(src, convert);
-    }
-};
+class type_caster<cuckoo_py::PyFilter> : public cuckoo_py::BuiltOnlyCaster<cuckoo_py::PyFilter> {};
 
 }  // namespace detail
 }  // namespace pybind11

@@ -40,6 +40,21 @@ struct PyStore {
     }
 };
 
+}  // namespace
+}  // namespace cuckoo_py
+
+// _Store.__new__(_Store) must not crash either: every _Store argument is loaded through the caster
+// that refuses an object whose C++ value was never built (filter_binding.hpp).
+namespace pybind11 {
+namespace detail {
+template <>
+class type_caster<cuckoo_py::PyStore> : public cuckoo_py::BuiltOnlyCaster<cuckoo_py::PyStore> {};
+}  // namespace detail
+}  // namespace pybind11
+
+namespace cuckoo_py {
+namespace {
+
 // ---- keys and values as spans ----
 
 // The byte spans (and hashes) of keys [start, start + n) of a batch. Int keys are their 8-byte
