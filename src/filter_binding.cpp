@@ -618,6 +618,11 @@ Keys are int (64-bit, signed or unsigned), bytes, or str (hashed as UTF-8).
     PyType_Modified(reinterpret_cast<PyTypeObject*>(cls.ptr()));
 
     register_persistence(cls);
+
+    // For Filter.__init__ (python/cuckoo/_lifecycle.py), which must refuse to run on a built
+    // filter: asking any method instead would cost a C++ exception on every construction.
+    m.def("_filter_is_built", [](const py::handle& obj) { return py::isinstance<PyFilter>(obj) && value_is_built(obj.ptr()); },
+          py::arg("obj"), "Internal: whether obj is a cuckoo.Filter whose C++ filter exists.");
 }
 
 }  // namespace cuckoo_py

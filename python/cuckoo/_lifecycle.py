@@ -11,17 +11,16 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from . import _core
+
 
 def install(cls: type) -> None:
     construct = cls.__init__
 
     @functools.wraps(construct)  # keeps the compiled constructor's signature docstring
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        try:
-            self.capacity  # noqa: B018 - raises TypeError while the C++ filter is not built
-        except TypeError:
-            construct(self, *args, **kwargs)
-            return
-        raise TypeError("Filter.__init__() called on a filter that is already initialised: create a new Filter instead")
+        if _core._filter_is_built(self):
+            raise TypeError("Filter.__init__() called on a filter that is already initialised: create a new Filter instead")
+        construct(self, *args, **kwargs)
 
     cls.__init__ = __init__  # type: ignore[misc]
