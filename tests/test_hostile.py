@@ -358,14 +358,18 @@ def test_bytes_needed_trusts_no_length_before_checking_it():
 
 # ---- 3. FilterFullError.inserted at the stage limit ------------------------------------------------
 
+STAGE_LIMIT = "most stages a filter may have .64"
+
+
 def filter_at_the_stage_limit() -> Filter:
-    """A growable filter with 64 stages, built by merges (each adds the other's stages)."""
+    """A growable filter with 64 stages, built by merges (each adds the other's stages: a
+    multiset sum; the set union | would keep the stages it has)."""
     f = Filter(8, fpr=0.5, growable=True, bucket_size=2, max_kicks=0)
     g = Filter(8, fpr=0.5, growable=True, bucket_size=2, max_kicks=0)
     g.add_many(np.arange(40, dtype=np.uint64))
     while True:
         try:
-            f |= g
+            f.merge(g)
         except cuckoo.FilterFullError:
             break
     # then fill the newest stages until one more would be needed
@@ -382,12 +386,13 @@ def test_filter_full_error_at_the_stage_limit_says_how_many_went_in(method):
     f = filter_at_the_stage_limit()
     before = len(f)
     keys = np.arange(5 * 10**6, 5 * 10**6 + 10**5, dtype=np.uint64)
-    with pytest.raises(cuckoo.FilterFullError, match="maximum of 64 stages") as info:
+    with pytest.raises(cuckoo.FilterFullError, match=STAGE_LIMIT) as info:
         getattr(f, method)(keys)
+    assert info.value.reason == "max_stages"
     inserted = info.value.inserted
     assert len(f) - before <= inserted < len(keys)  # unique: keys seen as present are not stored
     assert f.contains_many(keys[:inserted]).all()  # no false negative for what went in
-    with pytest.raises(cuckoo.FilterFullError, match="maximum of 64 stages") as info:
+    with pytest.raises(cuckoo.FilterFullError, match=STAGE_LIMIT) as info:
         for k in range(6 * 10**6, 7 * 10**6):  # scalar adds: full too, before long
             f.add(k)
     assert info.value.inserted == 0 and len(f.stages) == 64
