@@ -558,3 +558,14 @@ def test_golden_store_file_reads_the_same_forever(tmp_path):
     for ext in ("", ".idx"):
         with open(os.path.join(data, "golden_store_v1.ckv" + ext), "rb") as a, open(tmp_path / ("new.ckv" + ext), "rb") as b:
             assert a.read() == b.read(), "the writer no longer writes format version 1 byte for byte"
+
+
+def test_empty_keys_and_values_on_every_path():
+    """The empty key has no storage in some inputs (an empty bytes object, an owned arena of no
+    bytes): every path must take it (UBSan caught memcmp(NULL, ..., 0) here)."""
+    s = cuckoo.Store()
+    assert s.add_unique_many([b"", "", b"x"]).tolist() == [True, False, True]
+    s.put_many([b""], [b""])
+    assert s.contains_many(np.array([b""], dtype="S1")).tolist() == [True]
+    assert s.get_many([""]) == [b""] and s[b""] == b""
+    assert s.discard_many([b"", b""]).tolist() == [True, False] and len(s) == 1

@@ -55,6 +55,12 @@ struct StoreBucket {
 };
 static_assert(sizeof(StoreBucket) == 24, "a store bucket is 24 bytes");
 
+// Whether two byte strings of `len` bytes are equal (memcmp, which must not see a null pointer,
+// not even for 0 bytes: an empty key may have no storage).
+inline bool same_bytes(const unsigned char* a, const unsigned char* b, uint64_t len) noexcept {
+    return len == 0 || std::memcmp(a, b, static_cast<size_t>(len)) == 0;
+}
+
 // LSD radix sort of 64-bit values by their low `key_bytes` bytes (the payload rides above).
 inline void radix_sort_u64(std::vector<uint64_t>& v, unsigned key_bytes) {
     std::vector<uint64_t> tmp(v.size());
@@ -236,7 +242,7 @@ public:
                         break;
                     }
                     if (hashes[e] == hashes[j] && keys[e].len == keys[j].len &&
-                        std::memcmp(keys[e].data, keys[j].data, keys[j].len) == 0) {
+                        same_bytes(keys[e].data, keys[j].data, keys[j].len)) {
                         first[j] = e;
                         break;
                     }
@@ -509,7 +515,7 @@ private:
     bool key_is(uint64_t offset, const unsigned char* key, uint64_t len) {
         log_reads_.fetch_add(1, std::memory_order_relaxed);
         const RecordView r = log_.read(offset);
-        return !r.tombstone && r.key_len == len && std::memcmp(r.key, key, len) == 0;
+        return !r.tombstone && r.key_len == len && same_bytes(r.key, key, len);
     }
 
     // Bit s set where slot s holds `tag`: a SWAR compare of the four 16-bit tags as one word
@@ -688,7 +694,7 @@ private:
             size_t at = 0;
             rehash_from_log([&](uint32_t* out, unsigned max) {
                 const unsigned n = static_cast<unsigned>(std::min<size_t>(max, units.size() - at));
-                std::memcpy(out, units.data() + at, n * sizeof(uint32_t));
+                if (n) std::memcpy(out, units.data() + at, n * sizeof(uint32_t));
                 at += n;
                 return n;
             });
@@ -773,7 +779,7 @@ private:
         for (const uint64_t c : cand) {
             const uint64_t j = c & 0xFFFFFFFFull, off = (c >> 32) * 8;
             const RecordView r = reader.read(off);
-            if (!r.tombstone && r.key_len == keys[j].len && std::memcmp(r.key, keys[j].data, keys[j].len) == 0)
+            if (!r.tombstone && r.key_len == keys[j].len && same_bytes(r.key, keys[j].data, keys[j].len))
                 offsets[j] = off;
         }
     }
