@@ -1272,7 +1272,7 @@ A store is an exact key-value file: an append-only log of records and, beside it
   cuckoo store compact kv.store                rewrite the log without dead records
 
 exit codes: 0 ok, 1 usage error or a key not found, 2 a store that cannot be opened (locked,
-corrupt, unreadable)."""
+corrupt, unreadable), 4 the output cannot be written (e.g. a full disk)."""
 
 
 def _add_store_parser(sub: Any) -> None:
