@@ -149,17 +149,14 @@ public:
     bool get(const void* key, uint64_t len, uint64_t h, std::string* value) {
         const Location at = find(h, static_cast<const unsigned char*>(key), len);
         if (at.offset == kNone) return false;
-        if (value) {
-            const RecordView r = log_.read(at.offset);
-            value->assign(reinterpret_cast<const char*>(r.value), r.value_len);
-        }
+        if (value) value->assign(reinterpret_cast<const char*>(at.record.value), at.record.value_len);
         return true;
     }
     void put(const void* key, uint64_t len, uint64_t h, const void* value, uint64_t value_len) {
         require_writable();
         const auto* k = static_cast<const unsigned char*>(key);
         const Location at = find(h, k, len);
-        const uint64_t old_size = at.offset == kNone ? 0 : log_.read(at.offset).size;
+        const uint64_t old_size = at.offset == kNone ? 0 : at.record.size;
         const uint64_t off = log_.append(k, len, value, value_len, false);
         live_bytes_ += store_format::record_size(len, value_len) - old_size;
         if (at.offset == kNone) insert_entry(h, off);
@@ -171,7 +168,7 @@ public:
         const auto* k = static_cast<const unsigned char*>(key);
         const Location at = find(h, k, len);
         if (at.offset == kNone) return false;
-        live_bytes_ -= log_.read(at.offset).size;
+        live_bytes_ -= at.record.size;
         log_.append(k, len, nullptr, 0, true);
         remove_entry(at);
         ++version_;
@@ -216,8 +213,10 @@ public:
         // Scratch kept between chunks (writers hold the store alone): fresh vectors would cost
         // page faults and zeroing at every chunk.
         std::vector<uint64_t>& current = scratch_current_;  // before the chunk: each key's live record
+        std::vector<uint64_t>& current_size = scratch_current_size_;  // and its size in the log
         current.assign(n, kNone);
-        verify_candidates(n, keys, hashes, current.data());
+        current_size.assign(n, 0);
+        verify_candidates(n, keys, hashes, current.data(), current_size.data());
         // First occurrence of each key in the chunk: its later copies share its state. Found with
         // an open-addressing table of chunk positions keyed by hash (keys compared in memory).
         std::vector<uint32_t>& first = scratch_first_;
@@ -259,22 +258,25 @@ public:
             }
             const uint64_t h = hashes[j];
             uint64_t& cur = current[first[j]];
+            uint64_t& cur_size = current_size[first[j]];
             const KeySpan k = keys[j];
             switch (op) {
                 case Op::AddUnique:
                     out[j] = cur == kNone;
                     if (cur == kNone) {
                         cur = log_.append(k.data, k.len, nullptr, 0, false);
-                        live_bytes_ += store_format::record_size(k.len, 0);
+                        cur_size = store_format::record_size(k.len, 0);
+                        live_bytes_ += cur_size;
                         insert_entry(h, cur);
                     }
                     break;
                 case Op::Put: {
                     const KeySpan v = values ? values[j] : KeySpan{nullptr, 0};
                     out[j] = cur == kNone;
-                    const uint64_t old_size = cur == kNone ? 0 : log_.read(cur).size;
+                    const uint64_t old_size = cur == kNone ? 0 : cur_size;
                     const uint64_t off = log_.append(k.data, k.len, v.data, v.len, false);
-                    live_bytes_ += store_format::record_size(k.len, v.len) - old_size;
+                    cur_size = store_format::record_size(k.len, v.len);
+                    live_bytes_ += cur_size - old_size;
                     if (cur == kNone) insert_entry(h, off);
                     else set_offset(find_offset(h, cur), off);
                     cur = off;
@@ -283,7 +285,7 @@ public:
                 case Op::Discard:
                     out[j] = cur != kNone;
                     if (cur != kNone) {
-                        live_bytes_ -= log_.read(cur).size;
+                        live_bytes_ -= cur_size;
                         log_.append(k.data, k.len, nullptr, 0, true);
                         remove_entry(find_offset(h, cur));
                         cur = kNone;
@@ -473,6 +475,7 @@ private:
         uint64_t bucket = 0;
         int slot = -1;  // -1: in the stash (bucket unused)
         uint64_t hash = 0;
+        RecordView record;  // the record at offset, as find() read it (valid until the next append)
     };
 
     // Reads records in ascending offset order, releasing the mapping's pages behind it.
@@ -512,9 +515,9 @@ private:
         count_ = 0;
     }
 
-    bool key_is(uint64_t offset, const unsigned char* key, uint64_t len) {
+    bool key_is(uint64_t offset, const unsigned char* key, uint64_t len, RecordView& r) {
         log_reads_.fetch_add(1, std::memory_order_relaxed);
-        const RecordView r = log_.read(offset);
+        r = log_.read(offset);
         return !r.tombstone && r.key_len == len && same_bytes(r.key, key, len);
     }
 
@@ -545,13 +548,16 @@ private:
                 const int s = __builtin_ctz(m);
                 m &= m - 1;
                 const uint64_t off = uint64_t(buckets_[i].unit[s]) * 8;
-                if (key_is(off, key, len)) return Location{off, i, s, h};
+                RecordView r;
+                if (key_is(off, key, len, r)) return Location{off, i, s, h, r};
             }
         }
         if (!stash_.empty()) {
             auto range = stash_.equal_range(h);
-            for (auto it = range.first; it != range.second; ++it)
-                if (key_is(it->second, key, len)) return Location{it->second, 0, -1, h};
+            for (auto it = range.first; it != range.second; ++it) {
+                RecordView r;
+                if (key_is(it->second, key, len, r)) return Location{it->second, 0, -1, h, r};
+            }
         }
         return Location{};
     }
@@ -562,8 +568,8 @@ private:
         const uint32_t unit = static_cast<uint32_t>(offset / 8);
         for (const uint64_t i : {k.i1, k.i2})
             for (int s = 0; s < 4; ++s)
-                if (buckets_[i].tag[s] == k.fp && buckets_[i].unit[s] == unit) return Location{offset, i, s, h};
-        return Location{offset, 0, -1, h};
+                if (buckets_[i].tag[s] == k.fp && buckets_[i].unit[s] == unit) return Location{offset, i, s, h, RecordView{}};
+        return Location{offset, 0, -1, h, RecordView{}};
     }
 
     void set_offset(const Location& at, uint64_t offset) {
@@ -742,10 +748,11 @@ private:
         }
     }
 
-    // For each key j, offsets[j] = its live record (left as is when none): probe every key's
+    // For each key j, offsets[j] = its live record (left as is when none) and sizes[j] its size: probe every key's
     // buckets (in blocks, prefetched), sort the tag matches by log offset, then verify them in
     // one forward pass over the log.
-    void verify_candidates(uint64_t n, const KeySpan* keys, const uint64_t* hashes, uint64_t* offsets) {
+    void verify_candidates(uint64_t n, const KeySpan* keys, const uint64_t* hashes, uint64_t* offsets,
+                           uint64_t* sizes = nullptr) {
         std::vector<uint64_t> cand;  // (unit offset << 32) | j
         cand.reserve(n / 2 + 16);
         KeyHash located[kBatchBlock];
@@ -779,8 +786,10 @@ private:
         for (const uint64_t c : cand) {
             const uint64_t j = c & 0xFFFFFFFFull, off = (c >> 32) * 8;
             const RecordView r = reader.read(off);
-            if (!r.tombstone && r.key_len == keys[j].len && same_bytes(r.key, keys[j].data, keys[j].len))
+            if (!r.tombstone && r.key_len == keys[j].len && same_bytes(r.key, keys[j].data, keys[j].len)) {
                 offsets[j] = off;
+                if (sizes) sizes[j] = r.size;
+            }
         }
     }
 
@@ -913,12 +922,12 @@ private:
             const Location at = find(h, key_copy_.data(), key_copy_.size());
             if (tomb) {
                 if (at.offset != kNone) {
-                    live_bytes_ -= log_.read(at.offset).size;
+                    live_bytes_ -= at.record.size;
                     remove_entry(at);
                 }
             } else {
                 if (at.offset != kNone) {
-                    live_bytes_ -= log_.read(at.offset).size;
+                    live_bytes_ -= at.record.size;
                     set_offset(at, pos);
                 } else {
                     insert_entry(h, pos);
@@ -963,7 +972,7 @@ private:
     std::string snapshot_path_;
     std::vector<EvictNode> nodes_;
     std::vector<unsigned char> key_copy_;
-    std::vector<uint64_t> scratch_current_;
+    std::vector<uint64_t> scratch_current_, scratch_current_size_;
     std::vector<uint32_t> scratch_first_, scratch_slots_;
 };
 

@@ -170,12 +170,19 @@ public:
         using namespace store_format;
         const unsigned char* p = at(offset);
         const uint64_t avail = end() - offset;
-        RecordView v;
         if (offset >= end() || avail < kRecordHeader) corrupt(offset);
         const uint32_t klen = load_le32(p + 4), vfield = load_le32(p + 8);
         const uint64_t vlen = vfield == kTombstone ? 0 : vfield;
         if (kRecordHeader + uint64_t(klen) + vlen > avail) corrupt(offset);
         if (load_le32(p) != checksum32(p + 4, kRecordHeader - 4 + klen + vlen, offset)) corrupt(offset);
+        return view(p, klen, vfield);
+    }
+
+    // The record whose checked header at p holds these lengths.
+    static RecordView view(const unsigned char* p, uint32_t klen, uint32_t vfield) noexcept {
+        using namespace store_format;
+        RecordView v;
+        const uint64_t vlen = vfield == kTombstone ? 0 : vfield;
         v.key = p + kRecordHeader;
         v.key_len = klen;
         v.value = p + kRecordHeader + klen;
@@ -202,7 +209,7 @@ public:
         const uint64_t size = record_size(klen, vlen);
         if (size > limit - offset) return false;
         if (load_le32(p) != checksum32(p + 4, kRecordHeader - 4 + klen + vlen, offset)) return false;
-        out = read(offset);
+        out = view(p, klen, vfield);  // checked here: not through read(), which would checksum again
         return true;
     }
 
