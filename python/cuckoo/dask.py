@@ -1,6 +1,7 @@
 """Cuckoo filters over Dask collections: build, membership and deduplication on a cluster.
 
-Needs the optional extra ``dask`` (``pip install "fastcuckoo[dask]"``). Every function takes a Dask
+Needs the optional extra ``dask`` (``pip install ".[dask]"`` from a clone, or
+``pip install "dask[dataframe,distributed]"``). Every function takes a Dask
 DataFrame (with ``column``), a Dask Series, or a one-dimensional Dask Array of integers, bytes or
 strings, and works with any Dask scheduler; on a ``dask.distributed`` cluster the work runs on the
 workers. The design and its trade-offs are described in docs/distributed.md.
@@ -33,7 +34,7 @@ try:
     import dask.dataframe as dd
 except ImportError as exc:  # pragma: no cover - only without the extra
     raise ImportError(
-        "cuckoo.dask needs Dask: pip install 'fastcuckoo[dask]' (or 'dask[dataframe,distributed]')"
+        "cuckoo.dask needs Dask: pip install 'dask[dataframe,distributed]' (or, from a clone of cuckoo, pip install '.[dask]')"
     ) from exc
 
 from ._core import Filter

@@ -1,4 +1,5 @@
-"""Figures of cuckoo-filter experiments with matplotlib (``pip install "fastcuckoo[plot]"``).
+"""Figures of cuckoo-filter experiments with matplotlib (``pip install matplotlib``, or
+the ``plot`` extra: ``pip install ".[plot]"`` from a clone).
 
 Each function draws on ``ax`` (a new figure if None) and returns the Axes:
 
@@ -34,7 +35,7 @@ def _pyplot() -> Any:
     try:
         import matplotlib.pyplot as plt
     except ImportError:
-        raise ImportError('cuckoo.plotting needs matplotlib: pip install "fastcuckoo[plot]"') from None
+        raise ImportError('cuckoo.plotting needs matplotlib: pip install matplotlib (or, from a clone of cuckoo, pip install ".[plot]")') from None
     return plt
 
 
