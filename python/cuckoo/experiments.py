@@ -446,10 +446,15 @@ def fpr_sweep(
     capacity, seed, max_kicks:
         Filter parameters; configuration ``i`` uses seed ``seed + i``.
 
-    Returns a table (DataFrame when pandas is installed, else a list of dicts; ``as_frame``
-    forces one) with one row per configuration and columns:
+    Returns
+    -------
+    Table
+        A DataFrame when pandas is installed, else a list of dicts (``as_frame`` forces one), with
+        one row per configuration and the columns below.
 
-    ``fingerprint_bits, bucket_size, load`` (reached), ``measured_fpr, ci_low, ci_high`` (Wilson
+    Notes
+    -----
+    The columns: ``fingerprint_bits, bucket_size, load`` (reached), ``measured_fpr, ci_low, ci_high`` (Wilson
     interval at ``confidence``), ``expected_fpr`` (theory at ``load``), ``fpr_bound`` (theory at
     load 1), ``bits_per_item`` (table bits per stored key, ``8 * nbytes / items``),
     ``bloom_bits_per_item`` and ``lower_bound_bits`` (a Bloom filter's, and the information-
