@@ -583,6 +583,25 @@ def test_info_text_and_json(built):
 
 
 @needs_save
+def test_info_reads_the_header_and_verify_reads_every_byte(built):
+    data, src, flt = built
+    run("build", src, "-o", flt, "--capacity", "5000", "--seed", "0", check=0)
+    f = cuckoo.Filter.load(str(flt))
+    info = json.loads(run("info", flt, "--json", check=0).stdout)
+    assert info["verified"] is False and info["keys"] == len(f)
+    assert json.loads(run("info", flt, "--json", "--verify", check=0).stdout)["verified"] is True
+    assert "every byte" in run("info", flt, "--verify", check=0).stdout.decode()
+    # a flipped bit inside the table: the header alone cannot tell, --verify must
+    raw = bytearray(flt.read_bytes())
+    raw[len(raw) // 2] ^= 0x10
+    flt.write_bytes(bytes(raw))
+    assert json.loads(run("info", flt, "--json", check=0).stdout)["keys"] == len(f)
+    proc = run("info", flt, "--verify")
+    assert proc.returncode == 2 and b"checksum mismatch in the table" in proc.stderr
+    assert b"Traceback" not in proc.stderr
+
+
+@needs_save
 def test_corrupted_filter_file_exits_2(built):
     data, src, flt = built
     run("build", src, "-o", flt, check=0)
