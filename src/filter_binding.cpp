@@ -1,6 +1,7 @@
 // cuckoo._core.Filter: argument checking, key conversion, locking and GIL handling around the
 // core. No algorithm lives here.
 #include "filter_binding.hpp"
+#include "filter_bulk.hpp"
 
 #include <pybind11/numpy.h>
 
@@ -21,12 +22,6 @@ namespace {
 
 constexpr double kDefaultFpr = 0.001;
 constexpr unsigned kDefaultMaxKicks = 500;
-// Bulk loops re-take the GIL to check for Ctrl-C every this many blocks of keys (~16k keys,
-// well under a millisecond of work), so an interrupt is honoured quickly.
-constexpr uint64_t kBlocksPerSignalCheck = 512;
-
-unsigned long main_thread_ident = 0;
-
 std::string with_commas(uint64_t v) {
     std::string s = std::to_string(v);
     for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
@@ -143,66 +138,11 @@ PyFilter make_filter(const py::handle& capacity, const py::handle& fpr, const py
                                          growable.ptr() == Py_True));
 }
 
-// ---- bulk calls ----
+}  // namespace
 
-// Polled between blocks of a bulk loop, without the GIL. On the main thread it re-takes the GIL
-// now and then to run Python's signal handlers; if one raised (KeyboardInterrupt), the loop stops
-// after the block it finished and the exception stays set for the caller to raise.
-class SignalCheck {
-public:
-    SignalCheck() : on_main_thread_(PyThread_get_thread_ident() == main_thread_ident) {}
-    bool operator()() {
-        if (!on_main_thread_ || ++blocks_ % kBlocksPerSignalCheck != 0) return false;
-        py::gil_scoped_acquire gil;
-        interrupted_ = PyErr_CheckSignals() != 0;
-        return interrupted_;
-    }
-    void raise_if_interrupted() const {
-        if (interrupted_) throw py::error_already_set();
-    }
+// ---- failures (scalar and bulk inserts) ----
 
-private:
-    bool on_main_thread_;
-    bool interrupted_ = false;
-    uint64_t blocks_ = 0;
-};
-
-uint64_t total_size(const std::vector<KeyBatch>& batches) {
-    uint64_t n = 0;
-    for (const auto& b : batches) n += b.size;
-    return n;
-}
-
-template <class T>
-py::array_t<T> new_array(uint64_t n) {
-    return py::array_t<T>(static_cast<py::ssize_t>(n));
-}
-
-// Runs a read-only batch operation over every part of `keys`, writing results of type T.
-template <class T, class Op>
-py::array_t<T> read_many(const PyFilter& self, const py::handle& keys, Op&& op) {
-    std::vector<KeyBatch> batches = make_batches(self.hasher, keys);
-    py::array_t<T> out = new_array<T>(total_size(batches));
-    T* dst = out.mutable_data();
-    SignalCheck stop;
-    {
-        ReadLock lock(self);
-        // Safe without the GIL: the loop reads only the core's table (guarded by the lock) and
-        // buffers that `batches` holds exported, and writes only into `out`.
-        py::gil_scoped_release nogil;
-        const cuckoo::KeyHasher hasher = self.hasher;
-        for (const KeyBatch& b : batches) {
-            const uint64_t done = with_hasher(hasher, b, [&](auto hash_at) { return op(b.size, hash_at, dst, stop); });
-            if (done < b.size) break;
-            dst += b.size;
-        }
-    }
-    stop.raise_if_interrupted();
-    return out;
-}
-
-// Why the last insert into `f` failed, as the start of a FilterFullError message, and its
-// `reason` attribute.
+// Both declared in filter_bulk.hpp.
 std::pair<std::string, const char*> failure_text(const cuckoo::StagedFilter& f) {
     const unsigned copies = 2 * f.first().bucket_size();
     const std::string load = "load " + percent(f.load_factor());
@@ -236,63 +176,13 @@ std::pair<std::string, const char*> failure_text(const cuckoo::StagedFilter& f) 
     }
 }
 
-// `why`: failure_text, taken while the batch still held the write lock.
 [[noreturn]] void raise_full_in_batch(const std::pair<std::string, const char*>& why, uint64_t done, uint64_t total) {
     raise_filter_full("filter is full: " + why.first + "; " + with_commas(done) + " of " + with_commas(total) +
                           " keys of the batch were handled before that key; every key stored before is still there",
                       done, why.second);
 }
 
-// Inserts every batch in order. Returns the number of keys handled.
-uint64_t insert_batches(PyFilter& self, const std::vector<KeyBatch>& batches, cuckoo::Filter::InsertMode mode,
-                        bool* was_new) {
-    const uint64_t total = total_size(batches);
-    SignalCheck stop;
-    uint64_t done = 0;
-    bool full = false;
-    std::pair<std::string, const char*> why;
-    {
-        WriteLock lock(self);
-        // Safe without the GIL: see read_many; the write lock keeps every other thread out.
-        py::gil_scoped_release nogil;
-        const cuckoo::KeyHasher hasher = self.hasher;
-        for (const KeyBatch& b : batches) {
-            const uint64_t n = with_hasher(hasher, b, [&](auto hash_at) {
-                return self.core.insert_batch(b.size, hash_at, mode, was_new ? was_new + done : nullptr, full, stop);
-            });
-            done += n;
-            if (n < b.size) break;
-        }
-        if (full) why = failure_text(self.core);
-    }
-    stop.raise_if_interrupted();
-    if (full) raise_full_in_batch(why, done, total);
-    return done;
-}
-
-// Inserts every part of `keys` in order. Returns the number of keys handled.
-uint64_t insert_many(PyFilter& self, const py::handle& keys, cuckoo::Filter::InsertMode mode, bool* was_new) {
-    return insert_batches(self, make_batches(self.hasher, keys), mode, was_new);
-}
-
-py::array_t<bool> discard_many(PyFilter& self, const py::handle& keys) {
-    std::vector<KeyBatch> batches = make_batches(self.hasher, keys);
-    py::array_t<bool> out = new_array<bool>(total_size(batches));
-    bool* dst = out.mutable_data();
-    SignalCheck stop;
-    {
-        WriteLock lock(self);
-        py::gil_scoped_release nogil;
-        const cuckoo::KeyHasher hasher = self.hasher;
-        for (const KeyBatch& b : batches) {
-            const uint64_t n = with_hasher(hasher, b, [&](auto hash_at) { return self.core.erase_batch(b.size, hash_at, dst, stop); });
-            if (n < b.size) break;
-            dst += b.size;
-        }
-    }
-    stop.raise_if_interrupted();
-    return out;
-}
+namespace {
 
 // ---- merging ----
 
@@ -465,7 +355,7 @@ Keys are int (64-bit, signed or unsigned), bytes, or str (hashed as UTF-8).
 
     // bulk operations
     cls.def("add_many", [](PyFilter& self, const py::handle& keys) {
-        return insert_many(self, keys, Filter::InsertMode::Always, nullptr);
+        return insert_batches(self, make_batches(self.hasher, keys), Filter::InsertMode::Always, nullptr);
     }, py::arg("keys"), "Add every key, in order; returns how many were added. On FilterFullError the keys before the failing one stay added (the error's .inserted says how many).");
     cls.def("update", [](PyFilter& self, const py::args& iterables) {
         // Convert every iterable before inserting anything: a bad key in any of them leaves the
@@ -492,29 +382,8 @@ Keys are int (64-bit, signed or unsigned), bytes, or str (hashed as UTF-8).
         }
         return out;
     }, py::arg("keys"), "Add each key not (maybe) present yet, in order; returns a bool array, True where the key was new. A key repeated in the batch is new only the first time: the dedup primitive.");
-    cls.def("contains_many", [](const PyFilter& self, const py::handle& keys) {
-        return read_many<bool>(self, keys, [&](uint64_t n, auto& hash_at, bool* out, SignalCheck& stop) {
-            return self.core.contains_batch(n, hash_at, out, stop);
-        });
-    }, py::arg("keys"), "A bool array: whether each key is (maybe) present.");
-    cls.def("count_many", [](const PyFilter& self, const py::handle& keys) {
-        return read_many<uint8_t>(self, keys, [&](uint64_t n, auto& hash_at, uint8_t* out, SignalCheck& stop) -> uint64_t {
-            // One stage holds at most 2 * bucket_size <= 16 copies of a fingerprint: uint8 is
-            // exact. A grown filter sums its stages, which can pass 255: count in 32 bits and
-            // saturate (a uint8 sum wrapped, and 256 copies read as 0, "absent").
-            if (self.core.stages().size() == 1) return self.core.count_batch(n, hash_at, out, stop);
-            constexpr uint64_t kChunk = 4096;
-            std::vector<uint32_t> wide(static_cast<size_t>(std::min(n, kChunk)));
-            for (uint64_t start = 0; start < n; start += kChunk) {
-                const uint64_t len = std::min(kChunk, n - start);
-                auto shifted = cuckoo::offset_keys(hash_at, start);
-                const uint64_t done = self.core.count_batch(len, shifted, wide.data(), stop);
-                for (uint64_t j = 0; j < done; ++j) out[start + j] = static_cast<uint8_t>(std::min<uint32_t>(wide[j], 255));
-                if (done < len) return start + done;
-            }
-            return n;
-        });
-    }, py::arg("keys"), "A uint8 array: count(key) for each key (saturating at 255, which only a grown filter can exceed).");
+    cls.def("contains_many", &contains_many, py::arg("keys"), "A bool array: whether each key is (maybe) present.");
+    cls.def("count_many", &count_many, py::arg("keys"), "A uint8 array: count(key) for each key (saturating at 255, which only a grown filter can exceed).");
     cls.def("discard_many", &discard_many, py::arg("keys"), "Discard each key in order; a bool array, True where a copy was removed.");
 
     // merging

@@ -282,6 +282,43 @@ struct IntKeys {
     }
 };
 
+// Integer keys of a dtype narrower than 64 bits (int8 .. uint32), as one key source type: the
+// core's bulk loops are compiled once per key source type, and six integer types meant six copies
+// of every loop (a large share of the build). The dtype is chosen once per block (hash_block) or
+// per key (operator(), value: the rare paths), then read as IntKeys<T> reads it.
+struct NarrowIntKeys {
+    cuckoo::KeyHasher hasher;
+    const unsigned char* base;
+    Py_ssize_t stride;
+    bool swap;
+    Py_ssize_t itemsize;  // 1, 2 or 4
+    bool is_signed;
+
+    template <class Fn>
+    auto with_dtype(Fn&& fn) const {
+        auto as = [&](auto tag) { return fn(IntKeys<decltype(tag)>{hasher, base, stride, swap}); };
+        if (is_signed) {
+            switch (itemsize) {
+                case 1: return as(int8_t{});
+                case 2: return as(int16_t{});
+                default: return as(int32_t{});
+            }
+        }
+        switch (itemsize) {
+            case 1: return as(uint8_t{});
+            case 2: return as(uint16_t{});
+            default: return as(uint32_t{});
+        }
+    }
+    uint64_t value(uint64_t k) const {
+        return with_dtype([k](const auto& keys) { return keys.value(k); });
+    }
+    uint64_t operator()(uint64_t k) const { return hasher.hash_int(value(k)); }
+    void hash_block(uint64_t start, unsigned len, uint64_t* out) const {
+        with_dtype([&](const auto& keys) { keys.hash_block(start, len, out); });
+    }
+};
+
 // NumPy 'S' keys (fixed width, trailing NULs are padding) as a key source. hash_block hashes a
 // block at once with the core's vector kernel when the items are contiguous and at most 32 bytes
 // wide (the kernel reads whole 32-byte rows, so it must know where the array ends).
@@ -366,23 +403,10 @@ auto with_hasher(const cuckoo::KeyHasher& f, const KeyBatch& b, Fn&& fn) {
             const uint64_t* h = b.hashes.data();
             return fn([h](uint64_t k) { return h[k]; });
         }
-        case BufferKind::Int: {
-            auto int_keys = [&](auto tag) { return fn(IntKeys<decltype(tag)>{f, b.data, b.stride, b.swap_bytes}); };
-            if (b.is_signed) {
-                switch (b.itemsize) {
-                    case 1: return int_keys(int8_t{});
-                    case 2: return int_keys(int16_t{});
-                    case 4: return int_keys(int32_t{});
-                    default: return int_keys(int64_t{});
-                }
-            }
-            switch (b.itemsize) {
-                case 1: return int_keys(uint8_t{});
-                case 2: return int_keys(uint16_t{});
-                case 4: return int_keys(uint32_t{});
-                default: return int_keys(uint64_t{});
-            }
-        }
+        case BufferKind::Int:
+            // int64 and uint64 keys share IntKeys<uint64_t>: both are their 64-bit word.
+            if (b.itemsize == 8) return fn(IntKeys<uint64_t>{f, b.data, b.stride, b.swap_bytes});
+            return fn(NarrowIntKeys{f, b.data, b.stride, b.swap_bytes, b.itemsize, b.is_signed});
         case BufferKind::Bytes:
             return fn(PaddedBytesKeys{f, b.data, b.stride, b.itemsize, b.size});
         case BufferKind::Unicode: {
