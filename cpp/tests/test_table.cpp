@@ -176,7 +176,7 @@ TEST_CASE(byte_layout_is_the_documented_little_endian_bit_string) {
                 // And the other way round: a table viewing those bytes reads the model back.
                 std::vector<unsigned char> bytes(expected);
                 bytes.resize(expected.size() + cuckoo::kTablePadding, 0);
-                const PackedTable v = PackedTable::view(m, b, f, bytes.data(), bytes.size());
+                const PackedTable v = PackedTable::view(m, b, f, false, bytes.data(), bytes.size());
                 CHECK(table_equals_model(v, model));
             }
         }
@@ -259,7 +259,7 @@ TEST_CASE(clear_copy_and_view) {
 
             // A view reads the bytes it was given, is read-only, and clear() leaves them alone.
             std::vector<unsigned char> bytes(t.data(), t.data() + t.allocated_bytes());
-            PackedTable v = PackedTable::view(m, b, f, bytes.data(), bytes.size());
+            PackedTable v = PackedTable::view(m, b, f, false, bytes.data(), bytes.size());
             CHECK(!v.writable());
             CHECK(v.data() == bytes.data());
             CHECK(table_equals_model(v, model));
@@ -269,7 +269,7 @@ TEST_CASE(clear_copy_and_view) {
             CHECK(vc.data() != bytes.data());
             CHECK(vc.writable());
             CHECK(table_equals_model(vc, model));
-            CHECK_THROWS(PackedTable::view(m, b, f, bytes.data(), t.data_bytes() + cuckoo::kTablePadding - 1),
+            CHECK_THROWS(PackedTable::view(m, b, f, false, bytes.data(), t.data_bytes() + cuckoo::kTablePadding - 1),
                          std::invalid_argument);
 
             t.clear();

@@ -50,7 +50,11 @@ inline bool valid_bucket_size(unsigned b) { return b == 2 || b == 4 || b == 8; }
 
 // Load a filter of bucket size b is sized for: a little below the load at which inserts start
 // failing (about 0.84, 0.955, 0.98), so that filling to `capacity` succeeds with margin.
-inline double design_load(unsigned bucket_size) {
+// Semi-sorted filters exist to save space, and are sized closer to the failure point (their
+// eviction is the plain b = 4 one, first failure at ~0.955-0.96 for large tables).
+constexpr double kSemiSortedDesignLoad = 0.955;
+inline double design_load(unsigned bucket_size, bool semi_sorted = false) {
+    if (semi_sorted) return kSemiSortedDesignLoad;
     switch (bucket_size) {
         case 2: return 0.80;
         case 4: return 0.935;
@@ -72,8 +76,9 @@ inline unsigned fingerprint_bits_for(double fpr, unsigned bucket_size) {
 }
 
 // Buckets for `capacity` items at the design load: an even multiple of kBlockBuckets.
-inline uint64_t bucket_count_for(uint64_t capacity, unsigned bucket_size) {
-    const double buckets = std::ceil(static_cast<double>(capacity) / (bucket_size * design_load(bucket_size)));
+inline uint64_t bucket_count_for(uint64_t capacity, unsigned bucket_size, bool semi_sorted = false) {
+    const double buckets =
+        std::ceil(static_cast<double>(capacity) / (bucket_size * design_load(bucket_size, semi_sorted)));
     if (buckets > static_cast<double>(kMaxBucketCount))
         throw std::length_error("capacity is too large: a filter holds at most 2^32 buckets");
     uint64_t m = static_cast<uint64_t>(buckets);
@@ -109,30 +114,38 @@ struct InsertStats {
 
 class Filter {
 public:
+    // semi_sorted: semi-sorted buckets (cuckoo/semisort.hpp), for b = 4 and f <= 16 only.
     Filter(uint64_t bucket_count, unsigned bucket_size, unsigned fingerprint_bits, unsigned max_kicks,
-           uint64_t seed, HashAlgorithm hash_algorithm = HashAlgorithm::xxh3)
+           uint64_t seed, HashAlgorithm hash_algorithm = HashAlgorithm::xxh3, bool semi_sorted = false)
         : seed_(seed), hash_algorithm_(hash_algorithm), max_kicks_(max_kicks) {
-        check_params(bucket_count, bucket_size, fingerprint_bits);
-        table_ = PackedTable(bucket_count, bucket_size, fingerprint_bits);
+        check_params(bucket_count, bucket_size, fingerprint_bits, semi_sorted);
+        table_ = PackedTable(bucket_count, bucket_size, fingerprint_bits, semi_sorted);
         init_derived();
     }
 
     // A filter for `capacity` items at false-positive rate `fpr` (fingerprint_bits = 0: from fpr).
     static Filter for_capacity(uint64_t capacity, double fpr, unsigned fingerprint_bits, unsigned bucket_size,
                                unsigned max_kicks, uint64_t seed,
-                               HashAlgorithm hash_algorithm = HashAlgorithm::xxh3) {
+                               HashAlgorithm hash_algorithm = HashAlgorithm::xxh3, bool semi_sorted = false) {
         if (capacity == 0) throw std::invalid_argument("capacity must be positive");
         if (!valid_bucket_size(bucket_size)) throw std::invalid_argument("bucket_size must be 2, 4 or 8");
         if (fingerprint_bits == 0) fingerprint_bits = fingerprint_bits_for(fpr, bucket_size);
-        Filter f(bucket_count_for(capacity, bucket_size), bucket_size, fingerprint_bits, max_kicks, seed, hash_algorithm);
+        Filter f(bucket_count_for(capacity, bucket_size, semi_sorted), bucket_size, fingerprint_bits, max_kicks, seed,
+                 hash_algorithm, semi_sorted);
         f.capacity_ = capacity;
         return f;
     }
 
-    static void check_params(uint64_t bucket_count, unsigned bucket_size, unsigned fingerprint_bits) {
+    static void check_params(uint64_t bucket_count, unsigned bucket_size, unsigned fingerprint_bits,
+                             bool semi_sorted = false) {
         if (!valid_bucket_size(bucket_size)) throw std::invalid_argument("bucket_size must be 2, 4 or 8");
         if (fingerprint_bits < kMinFingerprintBits || fingerprint_bits > kMaxFingerprintBits)
             throw std::invalid_argument("fingerprint_bits must be between 4 and 32");
+        if (semi_sorted && bucket_size != semisort::kSlots)
+            throw std::invalid_argument("semi_sort needs bucket_size=4, not " + std::to_string(bucket_size));
+        if (semi_sorted && !semisort::supports(bucket_size, fingerprint_bits))
+            throw std::invalid_argument("semi_sort needs fingerprint_bits of at most 16, not " +
+                                        std::to_string(fingerprint_bits));
         if (bucket_count == 0 || bucket_count % kBlockBuckets != 0 || bucket_count > kMaxBucketCount)
             throw std::invalid_argument("bucket_count must be a positive multiple of 8, at most 2^32");
     }
@@ -141,13 +154,14 @@ public:
     uint64_t bucket_count() const noexcept { return table_.bucket_count(); }
     unsigned bucket_size() const noexcept { return table_.bucket_size(); }
     unsigned fingerprint_bits() const noexcept { return table_.fingerprint_bits(); }
+    bool semi_sorted() const noexcept { return table_.semi_sorted(); }
     uint64_t slot_count() const noexcept { return table_.slot_count(); }
     uint64_t seed() const noexcept { return seed_; }
     HashAlgorithm hash_algorithm() const noexcept { return hash_algorithm_; }
     unsigned max_kicks() const noexcept { return max_kicks_; }
     // Items the filter was sized for (the design load of its slots unless given at construction).
     uint64_t capacity() const noexcept {
-        return capacity_ ? capacity_ : static_cast<uint64_t>(slot_count() * design_load(bucket_size()));
+        return capacity_ ? capacity_ : static_cast<uint64_t>(slot_count() * design_load(bucket_size(), semi_sorted()));
     }
     uint64_t size() const noexcept { return count_; }
     double load_factor() const noexcept { return static_cast<double>(count_) / static_cast<double>(slot_count()); }
@@ -259,7 +273,7 @@ public:
     // ---- whole-filter operations ----
     bool same_layout(const Filter& o) const noexcept {
         return bucket_count() == o.bucket_count() && bucket_size() == o.bucket_size() &&
-               fingerprint_bits() == o.fingerprint_bits() && seed_ == o.seed_ &&
+               fingerprint_bits() == o.fingerprint_bits() && semi_sorted() == o.semi_sorted() && seed_ == o.seed_ &&
                hash_algorithm_ == o.hash_algorithm_;
     }
     // Equal parameters and the same multiset of stored (bucket pair, fingerprint) entries: where
@@ -359,10 +373,11 @@ public:
     // responsible for `count` matching the table.
     static Filter from_parts(PackedTable table, unsigned max_kicks, uint64_t seed, HashAlgorithm hash_algorithm,
                              uint64_t capacity, uint64_t count) {
-        check_params(table.bucket_count(), table.bucket_size(), table.fingerprint_bits());
+        check_params(table.bucket_count(), table.bucket_size(), table.fingerprint_bits(), table.semi_sorted());
         if (count > table.slot_count()) throw std::invalid_argument("item count exceeds the slots of the table");
         // The smallest valid table, replaced at once: keeps the class free of a half-built state.
-        Filter f(kBlockBuckets, table.bucket_size(), table.fingerprint_bits(), max_kicks, seed, hash_algorithm);
+        Filter f(kBlockBuckets, table.bucket_size(), table.fingerprint_bits(), max_kicks, seed, hash_algorithm,
+                 table.semi_sorted());
         f.table_ = std::move(table);
         f.capacity_ = capacity;
         f.count_ = count;

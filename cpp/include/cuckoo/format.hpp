@@ -15,6 +15,10 @@
 //   64    N stage records (64 bytes each): bucket size, fingerprint bits, bucket count, item
 //         count, capacity, table offset, table length, table checksum, reserved
 //   64+64N  header checksum: XXH64(bytes [0, 64+64N), seed 0)
+//   Version 2 is version 1 with the first 4 bytes of a stage record's reserved field used as the
+//   stage's bucket layout (0 plain, 1 semi-sorted: cuckoo/semisort.hpp). It is written only for
+//   filters with a semi-sorted stage, so that version-1 readers refuse them by their version;
+//   every other filter is still written as version 1.
 //   then for each stage, at the next 64-byte-aligned offset: its packed table, followed by at
 //   least kTablePadding zero bytes up to the next 64-byte-aligned offset (the next table or the
 //   end of the file). Every gap byte is zero.
@@ -50,7 +54,8 @@ public:
 namespace format {
 
 constexpr unsigned char kMagic[8] = {'C', 'U', 'C', 'K', 'O', 'O', 'F', '\0'};
-constexpr uint32_t kVersion = 1;          // the version this build writes, and the newest it reads
+constexpr uint32_t kVersion = 2;          // the newest version this build writes and reads
+constexpr uint32_t kPlainVersion = 1;     // what it writes for filters without semi-sorted stages
 constexpr uint32_t kFlagGrowable = 1u;    // bit 0: a growable filter (stages added as it fills)
 constexpr uint32_t kKnownFlags = kFlagGrowable;
 constexpr uint64_t kHeaderChecksumSeed = 0;
@@ -73,6 +78,9 @@ constexpr size_t kMagicAt = 0, kVersionAt = 8, kHeaderLengthAt = 12, kFileLength
 constexpr size_t kBucketSizeAt = 0, kFingerprintBitsAt = 4, kBucketCountAt = 8, kItemCountAt = 16,
                  kStageCapacityAt = 24, kTableOffsetAt = 32, kTableLengthAt = 40, kTableChecksumAt = 48,
                  kStageReservedAt = 56;
+// Version 2: the stage record's reserved field is a u32 layout and 4 reserved bytes.
+constexpr size_t kStageLayoutAt = 56, kStageReserved2At = 60;
+constexpr uint32_t kLayoutPlain = 0, kLayoutSemiSorted = 1;
 }  // namespace v1
 
 struct StageInfo {
@@ -84,6 +92,7 @@ struct StageInfo {
     uint64_t table_offset = 0;
     uint64_t table_length = 0;
     uint64_t table_checksum = 0;
+    bool semi_sorted = false;
 };
 
 // A parsed, validated header: every field checked and the layout matches `size`.
@@ -148,6 +157,7 @@ inline std::vector<StageInfo> stages_of(const StagedFilter& f) {
         StageInfo s;
         s.bucket_size = st.bucket_size();
         s.fingerprint_bits = st.fingerprint_bits();
+        s.semi_sorted = st.semi_sorted();
         s.bucket_count = st.bucket_count();
         s.item_count = st.size();
         s.capacity = st.capacity();
@@ -170,11 +180,13 @@ inline uint64_t serialized_size(const StagedFilter& f) {
 inline std::vector<unsigned char> header_bytes(const StagedFilter& f) {
     std::vector<StageInfo> stages = stages_of(f);
     const uint64_t n = stages.size();
+    const bool any_semi_sorted =
+        std::any_of(stages.begin(), stages.end(), [](const StageInfo& s) { return s.semi_sorted; });
     const uint64_t hlen = header_length_for(n);
     std::vector<unsigned char> h(static_cast<size_t>(hlen), 0);
     unsigned char* p = h.data();
     std::memcpy(p + v1::kMagicAt, kMagic, sizeof kMagic);
-    put_le(p + v1::kVersionAt, kVersion, 4);
+    put_le(p + v1::kVersionAt, any_semi_sorted ? kVersion : kPlainVersion, 4);
     put_le(p + v1::kHeaderLengthAt, hlen, 4);
     put_le(p + v1::kFileLengthAt, serialized_size(f), 8);
     put_le(p + v1::kFlagsAt, f.growable() ? kFlagGrowable : 0, 4);
@@ -195,6 +207,7 @@ inline std::vector<unsigned char> header_bytes(const StagedFilter& f) {
         put_le(r + v1::kTableOffsetAt, s.table_offset, 8);
         put_le(r + v1::kTableLengthAt, s.table_length, 8);
         put_le(r + v1::kTableChecksumAt, s.table_checksum, 8);
+        if (any_semi_sorted) put_le(r + v1::kStageLayoutAt, s.semi_sorted ? v1::kLayoutSemiSorted : v1::kLayoutPlain, 4);
     }
     const uint64_t sum = xxh64(p, static_cast<size_t>(hlen - kChecksumBytes), kHeaderChecksumSeed);
     put_le(p + hlen - kChecksumBytes, sum, 8);
@@ -256,13 +269,18 @@ inline void check_stage(const StageInfo& s, uint32_t i) {
     if (s.bucket_count == 0 || s.bucket_count % kBlockBuckets != 0 || s.bucket_count > kMaxBucketCount)
         fail(st + "bucket count " + std::to_string(s.bucket_count) +
              " is invalid (must be a positive multiple of 8, at most 2^32)");
+    if (s.semi_sorted && !semisort::supports(s.bucket_size, s.fingerprint_bits))
+        fail(st + "semi-sorted buckets need 4 slots of 4..16 bits, not " + std::to_string(s.bucket_size) + " of " +
+             std::to_string(s.fingerprint_bits));
     // Bounded: bucket_count <= 2^32, b <= 8, f <= 32, so slots <= 2^35 and bits <= 2^40.
     const uint64_t slots = s.bucket_count * s.bucket_size;
-    const uint64_t expect = PackedTable::data_bytes_for(s.bucket_count, s.bucket_size, s.fingerprint_bits);
+    const uint64_t expect =
+        PackedTable::data_bytes_for(s.bucket_count, s.bucket_size, s.fingerprint_bits, s.semi_sorted);
     if (s.table_length != expect)
         fail(st + "table length " + std::to_string(s.table_length) + " does not match its parameters (" +
-             std::to_string(s.bucket_count) + " buckets x " + std::to_string(s.bucket_size) + " slots x " +
-             std::to_string(s.fingerprint_bits) + " bits = " + std::to_string(expect) + " bytes)");
+             std::to_string(s.bucket_count) + " buckets of " +
+             std::to_string(PackedTable::bucket_bits_for(s.bucket_size, s.fingerprint_bits, s.semi_sorted)) +
+             " bits" + (s.semi_sorted ? " (semi-sorted)" : "") + " = " + std::to_string(expect) + " bytes)");
     if (s.item_count > slots)
         fail(st + "item count " + std::to_string(s.item_count) + " exceeds its " + std::to_string(slots) + " slots");
     if (s.capacity == 0 || s.capacity > slots)
@@ -283,9 +301,10 @@ inline uint64_t header_length_v1(const unsigned char* data) {
 // Version 1. `data` has `size` bytes and starts with the magic and a version field of 1. With
 // whole = false, `data` may hold just the header: the layout is checked against the file length
 // the header declares, not against `size`, and nothing after the header is read.
-inline Header parse_v1(const unsigned char* data, size_t size, bool whole) {
+// Version 2 (`version`) differs only in the stage records' layout field.
+inline Header parse_v1(const unsigned char* data, size_t size, bool whole, uint32_t version = 1) {
     Header h;
-    h.version = 1;
+    h.version = version;
     if (size < kFixedHeaderBytes)
         fail("truncated: " + std::to_string(size) + " bytes, shorter than the " + std::to_string(kFixedHeaderBytes) +
              "-byte fixed header");
@@ -334,8 +353,15 @@ inline Header parse_v1(const unsigned char* data, size_t size, bool whole) {
         s.table_offset = get_le64(r + v1::kTableOffsetAt);
         s.table_length = get_le64(r + v1::kTableLengthAt);
         s.table_checksum = get_le64(r + v1::kTableChecksumAt);
-        if (get_le64(r + v1::kStageReservedAt) != 0)
+        if (version == 1 ? get_le64(r + v1::kStageReservedAt) != 0 : get_le32(r + v1::kStageReserved2At) != 0)
             fail("corrupt header: reserved field of stage " + std::to_string(i) + " is not zero");
+        if (version >= 2) {
+            const uint32_t layout = get_le32(r + v1::kStageLayoutAt);
+            if (layout != v1::kLayoutPlain && layout != v1::kLayoutSemiSorted)
+                fail("corrupt header: stage " + std::to_string(i) + " has bucket layout " + std::to_string(layout) +
+                     " (this build knows 0 = plain, 1 = semi-sorted)");
+            s.semi_sorted = layout == v1::kLayoutSemiSorted;
+        }
         check_stage(s, i);
         // Lengths are now bounded (<= 2^37 bytes a table, <= 64 tables): no sum below overflows.
         const uint64_t offset = next_table_offset(end);
@@ -401,7 +427,8 @@ inline Header parse_header(const unsigned char* data, size_t size, bool whole = 
         fail("truncated: " + std::to_string(size) + " bytes, too short to hold a format version");
     const uint32_t version = get_le32(data + v1::kVersionAt);
     switch (version) {
-        case 1: return detail::parse_v1(data, size, whole);
+        case 1:
+        case 2: return detail::parse_v1(data, size, whole, version);
         // A new version adds a case here and keeps every earlier one.
         default:
             fail("unsupported format version " + std::to_string(version) + " (this build reads " +
@@ -422,7 +449,8 @@ inline uint64_t bytes_needed(const unsigned char* data, size_t size) {
         return kFixedHeaderBytes;
     }
     detail::check_magic(data, size);
-    if (get_le32(data + v1::kVersionAt) == 1) {
+    const uint32_t version = get_le32(data + v1::kVersionAt);
+    if (version == 1 || version == 2) {
         const uint64_t hlen = detail::header_length_v1(data);
         if (size < hlen) return hlen;
     }
@@ -435,7 +463,23 @@ inline uint64_t bytes_needed(const unsigned char* data, size_t size) {
 // (no popcount instruction needed) and folded every 2^min(f, 8) - 1 steps, before a lane could
 // overflow. Several times faster than asking every bucket (Filter::count_occupied), which matters
 // when verifying a table of a gigabyte.
+// Semi-sorted tables are decoded bucket by bucket, and a bucket whose nibble code is not one that
+// is ever written (3876..4095) makes the table corrupt.
+inline uint64_t count_nonzero_slots_semi_sorted(const PackedTable& t) {
+    const TableProbe probe = t.probe();
+    uint64_t nonzero = 0;
+    for (uint64_t i = 0; i < t.bucket_count(); ++i) {
+        const uint64_t bit = probe.bit_of(i);
+        const uint32_t code = static_cast<uint32_t>(load_le64(t.data() + (bit >> 3)) >> (bit & 7)) & (semisort::kCodeSpace - 1);
+        if (!semisort::valid_code(code))
+            fail("corrupt data: semi-sorted bucket " + std::to_string(i) + " holds the invalid code " + std::to_string(code));
+        nonzero += semisort::kSlots - popcount64(probe.zero_lanes(probe.semi_word(bit)));
+    }
+    return nonzero;
+}
+
 inline uint64_t count_nonzero_slots(const PackedTable& t) {
+    if (t.semi_sorted()) return count_nonzero_slots_semi_sorted(t);
     const unsigned f = t.fingerprint_bits();
     const unsigned lanes = 64 / f;
     uint64_t ones = 0;
@@ -510,7 +554,7 @@ inline StagedFilter from_bytes(const unsigned char* data, size_t size) {
     std::vector<Filter> stages;
     for (uint32_t i = 0; i < h.stages.size(); ++i) {
         const StageInfo& s = h.stages[i];
-        PackedTable table(s.bucket_count, s.bucket_size, s.fingerprint_bits);
+        PackedTable table(s.bucket_count, s.bucket_size, s.fingerprint_bits, s.semi_sorted);
         std::memcpy(table.mutable_data(), data + s.table_offset, static_cast<size_t>(s.table_length));
         stages.push_back(detail::build(h, std::move(table), s));
         verify_table(stages.back(), s, i);
@@ -528,7 +572,8 @@ inline StagedFilter view_bytes(const unsigned char* data, size_t size, bool veri
     for (uint32_t i = 0; i < h.stages.size(); ++i) {
         const StageInfo& s = h.stages[i];
         // parse_header guarantees table_offset + table_length + kTablePadding <= size.
-        PackedTable table = PackedTable::view(s.bucket_count, s.bucket_size, s.fingerprint_bits, data + s.table_offset,
+        PackedTable table = PackedTable::view(s.bucket_count, s.bucket_size, s.fingerprint_bits, s.semi_sorted,
+                                              data + s.table_offset,
                                               static_cast<size_t>(s.table_length + kTablePadding));
         stages.push_back(detail::build(h, std::move(table), s));
         if (verify) verify_table(stages.back(), s, i);

@@ -7,7 +7,8 @@
 // stays in vector registers: the bucket words of four keys come with one gather per bucket, the
 // zero-lane tests run on four lanes, and one movemask gives four results. Only tables whose
 // buckets are read as one 8-byte load go this way (BucketShape::Aligned and OneLoad: b*f + 7 <=
-// 64, which includes the default layouts); the others keep the generic loop.
+// 64, which includes the default layouts; and semi-sorted buckets, decoded after the load); the
+// others keep the generic loop.
 //
 // Two ways through a batch, chosen by table size:
 // - cache-resident tables (up to kTwoPassMinBytes): per block of 32 keys, locate, then probe both
@@ -49,7 +50,7 @@ constexpr uint64_t kTwoPassMinBytes = uint64_t(8) << 20;
 
 // Whether the AVX2 lookup kernel reads buckets of this shape.
 constexpr bool lookup_kernel_reads(BucketShape shape) {
-    return shape == BucketShape::Aligned || shape == BucketShape::OneLoad;
+    return shape == BucketShape::Aligned || shape == BucketShape::OneLoad || shape == BucketShape::SemiSorted;
 }
 
 #if CUCKOO_X86_DISPATCH
@@ -61,6 +62,9 @@ struct LookupConstants {
     __m128i f;
     __m256i mix1_lo, mix1_hi, mix2_lo, mix2_hi, ones_lo, ones_hi;
     __m256i lane_low, lane_high;
+    // Semi-sorted tables only (see bucket_words4).
+    const long long* semi_lanes;
+    __m256i semi_code, semi_low[4];
 };
 
 __attribute__((target("avx2"))) inline LookupConstants lookup_constants(const Locator& loc, const TableProbe& probe) {
@@ -81,6 +85,9 @@ __attribute__((target("avx2"))) inline LookupConstants lookup_constants(const Lo
     c.ones_hi = splat(probe.lane_ones >> 32);
     c.lane_low = splat(probe.lane_low);
     c.lane_high = splat(probe.lane_high);
+    c.semi_lanes = reinterpret_cast<const long long*>(probe.semi.lanes);
+    c.semi_code = splat(semisort::kCodeSpace - 1);
+    for (unsigned l = 0; l < 4; ++l) c.semi_low[l] = splat(probe.semi.low_mask[l]);
     return c;
 }
 
@@ -121,12 +128,27 @@ CUCKOO_AVX2 void locate4(const LookupConstants& c, __m256i h, __m256i& bit1, __m
 // bucket's first bit unless buckets are byte-aligned. Lanes outside `wanted` (all ones: read,
 // zero: skip) are not read at all and come back as 0.
 template <BucketShape Shape>
-CUCKOO_AVX2 __m256i bucket_words4(const unsigned char* data, __m256i bits, __m256i wanted) {
+CUCKOO_AVX2 __m256i bucket_words4(const LookupConstants& c, const unsigned char* data, __m256i bits, __m256i wanted) {
     static_assert(lookup_kernel_reads(Shape), "the kernel reads one-load buckets only");
     const __m256i words = _mm256_mask_i64gather_epi64(_mm256_setzero_si256(), reinterpret_cast<const long long*>(data),
                                                       _mm256_srli_epi64(bits, 3), wanted, 1);
-    if constexpr (Shape == BucketShape::Aligned) return words;
-    else return _mm256_srlv_epi64(words, _mm256_and_si256(bits, _mm256_set1_epi64x(7)));
+    if constexpr (Shape == BucketShape::Aligned) {
+        return words;
+    } else if constexpr (Shape == BucketShape::SemiSorted) {
+        // semisort::Decoder::decode on four buckets: the code's nibbles from the lane table (a
+        // second gather, from a 32 KiB table that stays in the caches), the low bits moved to
+        // their lanes. Skipped lanes read code 0, a valid entry.
+        const __m256i stored = _mm256_srlv_epi64(words, _mm256_and_si256(bits, _mm256_set1_epi64x(7)));
+        const __m256i nibbles = _mm256_i64gather_epi64(c.semi_lanes, _mm256_and_si256(stored, c.semi_code), 8);
+        const __m256i low = _mm256_srli_epi64(stored, semisort::kCodeBits);
+        const __m256i l01 = _mm256_or_si256(_mm256_and_si256(low, c.semi_low[0]),
+                                            _mm256_slli_epi64(_mm256_and_si256(low, c.semi_low[1]), 4));
+        const __m256i l23 = _mm256_or_si256(_mm256_slli_epi64(_mm256_and_si256(low, c.semi_low[2]), 8),
+                                            _mm256_slli_epi64(_mm256_and_si256(low, c.semi_low[3]), 12));
+        return _mm256_or_si256(nibbles, _mm256_or_si256(l01, l23));
+    } else {
+        return _mm256_srlv_epi64(words, _mm256_and_si256(bits, _mm256_set1_epi64x(7)));
+    }
 }
 
 // The first steps of TableProbe's zero-lane test on four words already XORed with their
@@ -148,8 +170,9 @@ CUCKOO_AVX2 uint32_t found4(const LookupConstants& c, __m256i carries) {
 }
 // The four words of a bucket array, XORed with the keys' patterns.
 template <BucketShape Shape>
-CUCKOO_AVX2 __m256i compared4(const unsigned char* data, const uint64_t* bits, const uint64_t* pattern, __m256i wanted) {
-    const __m256i words = bucket_words4<Shape>(data, _mm256_load_si256(reinterpret_cast<const __m256i*>(bits)), wanted);
+CUCKOO_AVX2 __m256i compared4(const LookupConstants& c, const unsigned char* data, const uint64_t* bits,
+                              const uint64_t* pattern, __m256i wanted) {
+    const __m256i words = bucket_words4<Shape>(c, data, _mm256_load_si256(reinterpret_cast<const __m256i*>(bits)), wanted);
     return _mm256_xor_si256(words, _mm256_load_si256(reinterpret_cast<const __m256i*>(pattern)));
 }
 
@@ -175,8 +198,8 @@ CUCKOO_AVX2 uint32_t probe_both(const LookupConstants& c, const unsigned char* d
     const __m256i all = _mm256_set1_epi64x(-1);
     uint32_t found = 0;
     for (unsigned x = 0; x < len; x += 4) {
-        const __m256i tx = lane_carries(c, compared4<Shape>(data, at.bit1 + x, at.pattern + x, all));
-        const __m256i ty = lane_carries(c, compared4<Shape>(data, at.bit2 + x, at.pattern + x, all));
+        const __m256i tx = lane_carries(c, compared4<Shape>(c, data, at.bit1 + x, at.pattern + x, all));
+        const __m256i ty = lane_carries(c, compared4<Shape>(c, data, at.bit2 + x, at.pattern + x, all));
         found |= found4(c, _mm256_and_si256(tx, ty)) << x;
     }
     return found;
@@ -188,7 +211,7 @@ CUCKOO_AVX2 uint32_t probe_first(const LookupConstants& c, const unsigned char* 
     const __m256i all = _mm256_set1_epi64x(-1);
     uint32_t found = 0;
     for (unsigned x = 0; x < len; x += 4)
-        found |= found4(c, lane_carries(c, compared4<Shape>(data, at.bit1 + x, at.pattern + x, all))) << x;
+        found |= found4(c, lane_carries(c, compared4<Shape>(c, data, at.bit1 + x, at.pattern + x, all))) << x;
     return found;
 }
 // Bit x: whether bucket 2 of located key x holds its fingerprint, for the keys of `wanted` only
@@ -202,7 +225,7 @@ CUCKOO_AVX2 uint32_t probe_second(const LookupConstants& c, const unsigned char*
         const uint32_t group = (wanted >> x) & 0xFu;
         if (group == 0) continue;
         const __m256i mask = _mm256_cmpeq_epi64(_mm256_and_si256(_mm256_set1_epi64x(group), lane_bit), lane_bit);
-        found |= (found4(c, lane_carries(c, compared4<Shape>(data, at.bit2 + x, at.pattern + x, mask))) & group) << x;
+        found |= (found4(c, lane_carries(c, compared4<Shape>(c, data, at.bit2 + x, at.pattern + x, mask))) & group) << x;
     }
     return found;
 }
@@ -298,8 +321,8 @@ CUCKOO_AVX2 void count_both(const LookupConstants& c, const unsigned char* data,
     const __m256i all = _mm256_set1_epi64x(-1);
     alignas(32) uint64_t matched[4];
     for (unsigned x = 0; x < len; x += 4) {
-        const __m256i mx = zero_lanes4(c, lane_carries(c, compared4<Shape>(data, at.bit1 + x, at.pattern + x, all)));
-        const __m256i my = zero_lanes4(c, lane_carries(c, compared4<Shape>(data, at.bit2 + x, at.pattern + x, all)));
+        const __m256i mx = zero_lanes4(c, lane_carries(c, compared4<Shape>(c, data, at.bit1 + x, at.pattern + x, all)));
+        const __m256i my = zero_lanes4(c, lane_carries(c, compared4<Shape>(c, data, at.bit2 + x, at.pattern + x, all)));
         // As in pair_count: the match bits of bucket 2 moved down a bit never meet those of bucket
         // 1 (f >= 4), so one popcount a key counts both. AVX2 has no vector popcount.
         _mm256_store_si256(reinterpret_cast<__m256i*>(matched), _mm256_or_si256(mx, _mm256_srli_epi64(my, 1)));

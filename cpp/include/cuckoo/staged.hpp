@@ -266,6 +266,7 @@ public:
         if (a.seed() != b.seed()) return "different seeds";
         if (a.bucket_size() != b.bucket_size()) return "different bucket sizes";
         if (a.fingerprint_bits() != b.fingerprint_bits()) return "different fingerprint widths";
+        if (a.semi_sorted() != b.semi_sorted()) return "one has semi-sorted buckets and the other not";
         if (a.bucket_count() != b.bucket_count()) return "different capacities (bucket counts)";
         if (!growable_) {
             if (other.stages_.size() > stages_.size()) return "the other filter has grown and this one is not growable";
@@ -332,6 +333,7 @@ public:
         uint64_t capacity;
         unsigned fingerprint_bits;
         uint64_t table_bytes;
+        bool semi_sorted;
     };
     StageShape next_stage() const {
         // From the largest stage so far (merges may have kept smaller stages after it).
@@ -344,7 +346,10 @@ public:
         const unsigned bits = std::min(widest + 1, kMaxFingerprintBits);
         const uint64_t capacity = largest->capacity() * 2;
         const unsigned b = first().bucket_size();
-        return {capacity, bits, PackedTable::data_bytes_for(bucket_count_for(capacity, b), b, bits)};
+        // Stages of a semi-sorted filter stay semi-sorted while their fingerprints allow it
+        // (f <= 16), and are plain after that.
+        const bool semi = first().semi_sorted() && semisort::supports(b, bits);
+        return {capacity, bits, PackedTable::data_bytes_for(bucket_count_for(capacity, b, semi), b, bits, semi), semi};
     }
 
     // Adds a stage if the filter may grow after `h` found no room in any stage (see the header
@@ -354,14 +359,15 @@ public:
         if (last.pair_saturated_hash(h)) return fail(InsertFailure::copies);
         if (!growable_) return fail(InsertFailure::no_room);
         const double fraction = last.max_kicks() >= 10 ? kMinGrowthLoadFraction : kMinGrowthLoadFractionFewKicks;
-        if (last.slot_count() >= kGrowthLoadCheckSlots && last.load_factor() < fraction * design_load(last.bucket_size()))
+        if (last.slot_count() >= kGrowthLoadCheckSlots &&
+            last.load_factor() < fraction * design_load(last.bucket_size(), last.semi_sorted()))
             return fail(InsertFailure::low_load);
         if (stages_.size() >= kMaxStages) return fail(InsertFailure::max_stages);
         const StageShape next = next_stage();
         if (memory_limit_ ? table_bytes() + next.table_bytes > memory_limit_ : !memory_available_for(next.table_bytes))
             return fail(InsertFailure::memory);
         stages_.push_back(Filter::for_capacity(next.capacity, 0.5, next.fingerprint_bits, last.bucket_size(),
-                                                 last.max_kicks(), last.seed(), last.hash_algorithm()));
+                                                 last.max_kicks(), last.seed(), last.hash_algorithm(), next.semi_sorted));
         return true;
     }
 

@@ -25,6 +25,7 @@
 #endif
 
 #include "cuckoo/hash.hpp"
+#include "cuckoo/semisort.hpp"
 
 namespace cuckoo {
 
@@ -164,8 +165,9 @@ private:
 // How a bucket is read: one 8-byte load from a byte boundary (b*f <= 64 and a multiple of 8:
 // f = 8, 12, 16 with b = 4), one 8-byte load and a shift (b*f + 7 <= 64 bits), one word
 // straddling 9 bytes, or several words (b*f > 64). Bulk lookups dispatch on it once per call,
-// not once per bucket.
-enum class BucketShape { Aligned, OneLoad, OneWord, MultiWord };
+// not once per bucket. SemiSorted: a semi-sorted bucket (cuckoo/semisort.hpp), one load and a
+// decode into the plain one-word layout.
+enum class BucketShape { Aligned, OneLoad, OneWord, MultiWord, SemiSorted };
 
 // The read side of a table as a small value: bulk loops copy it into locals so that the compiler
 // keeps the layout constants in registers (stores into a bool/uint8 output array may alias any
@@ -183,6 +185,7 @@ struct TableProbe {
     unsigned lanes_per_word;
     uint32_t lane_div;  // floor(2^16 / f) + 1: the lane of mask bit x is (x * lane_div) >> 16
     bool may_straddle;  // whether a bucket can span two cache lines
+    semisort::Decoder semi;  // semi.lanes null: plain buckets
 
     uint64_t load_bits(uint64_t bit) const noexcept {
         // The word's bits from an unaligned position: one 8-byte load plus the following byte,
@@ -197,9 +200,13 @@ struct TableProbe {
     // (x & low) + low cannot carry out of a lane, unlike the classic haszero trick.
     uint64_t zero_lanes(uint64_t x) const noexcept { return ~(((x & lane_low) + lane_low) | x | lane_low) & lane_high; }
     uint64_t match_mask(uint64_t bucket, unsigned word, uint32_t fp) const noexcept {
+        if (semi.lanes) return zero_lanes(semi_word(bucket * bucket_bits) ^ (fp * lane_ones));  // one word
         return zero_lanes(load_bits(bucket * bucket_bits + word * word_bits) ^ (fp * lane_ones));
     }
+    // A semi-sorted bucket at table bit `bit`, decoded into the plain layout (4 lanes of f bits).
+    uint64_t semi_word(uint64_t bit) const noexcept { return semi.decode(load_le64(data + (bit >> 3)) >> (bit & 7)); }
     BucketShape shape() const noexcept {
+        if (semi.lanes) return BucketShape::SemiSorted;
         if (words_per_bucket > 1) return BucketShape::MultiWord;
         // A bucket starts at bit i*b*f: byte-aligned when b*f is a multiple of 8, else at a
         // shift of up to 7 bits, which one 8-byte load covers while b*f + 7 <= 64.
@@ -217,6 +224,7 @@ struct TableProbe {
         static_assert(Shape != BucketShape::MultiWord, "a multi-word bucket is not one word");
         if constexpr (Shape == BucketShape::Aligned) return load_le64(data + (bit >> 3));
         else if constexpr (Shape == BucketShape::OneLoad) return load_le64(data + (bit >> 3)) >> (bit & 7);
+        else if constexpr (Shape == BucketShape::SemiSorted) return semi_word(bit);
         else return load_bits(bit);
     }
     // Whether either of two buckets (given by their first bits) holds a lane equal to `pattern`
@@ -277,6 +285,7 @@ struct TableProbe {
             case BucketShape::Aligned: return fn(std::integral_constant<BucketShape, BucketShape::Aligned>{});
             case BucketShape::OneLoad: return fn(std::integral_constant<BucketShape, BucketShape::OneLoad>{});
             case BucketShape::OneWord: return fn(std::integral_constant<BucketShape, BucketShape::OneWord>{});
+            case BucketShape::SemiSorted: return fn(std::integral_constant<BucketShape, BucketShape::SemiSorted>{});
             default: return fn(std::integral_constant<BucketShape, BucketShape::MultiWord>{});
         }
     }
@@ -313,34 +322,41 @@ struct TableProbe {
 class PackedTable {
 public:
     PackedTable() = default;
-    PackedTable(uint64_t bucket_count, unsigned bucket_size, unsigned fingerprint_bits)
-        : bucket_count_(bucket_count), bucket_size_(bucket_size), fp_bits_(fingerprint_bits) {
+    // semi_sorted: semi-sorted buckets (cuckoo/semisort.hpp; semisort::supports(b, f) must hold).
+    PackedTable(uint64_t bucket_count, unsigned bucket_size, unsigned fingerprint_bits, bool semi_sorted = false)
+        : bucket_count_(bucket_count), bucket_size_(bucket_size), fp_bits_(fingerprint_bits), semi_sorted_(semi_sorted) {
         init_layout();
         bytes_ = ByteBuffer(data_bytes() + kTablePadding);
     }
     // A table over existing bytes (at least data_bytes() + kTablePadding of them), read-only.
     static PackedTable view(uint64_t bucket_count, unsigned bucket_size, unsigned fingerprint_bits,
-                            const unsigned char* data, size_t size) {
+                            bool semi_sorted, const unsigned char* data, size_t size) {
         PackedTable t;
         t.bucket_count_ = bucket_count;
         t.bucket_size_ = bucket_size;
         t.fp_bits_ = fingerprint_bits;
+        t.semi_sorted_ = semi_sorted;
         t.init_layout();
         if (size < t.data_bytes() + kTablePadding) throw std::invalid_argument("table view too short");
         t.bytes_ = ByteBuffer::view(data, size);
         return t;
     }
 
-    static uint64_t data_bytes_for(uint64_t bucket_count, unsigned bucket_size, unsigned fp_bits) {
-        return (bucket_count * bucket_size * fp_bits + 7) / 8;
+    static uint64_t bucket_bits_for(unsigned bucket_size, unsigned fp_bits, bool semi_sorted) {
+        return semi_sorted ? semisort::bucket_bits(fp_bits) : uint64_t(bucket_size) * fp_bits;
+    }
+    static uint64_t data_bytes_for(uint64_t bucket_count, unsigned bucket_size, unsigned fp_bits,
+                                   bool semi_sorted = false) {
+        return (bucket_count * bucket_bits_for(bucket_size, fp_bits, semi_sorted) + 7) / 8;
     }
 
     uint64_t bucket_count() const noexcept { return bucket_count_; }
     unsigned bucket_size() const noexcept { return bucket_size_; }
     unsigned fingerprint_bits() const noexcept { return fp_bits_; }
+    bool semi_sorted() const noexcept { return semi_sorted_; }
     uint64_t slot_count() const noexcept { return bucket_count_ * bucket_size_; }
     // Bytes that hold slots (what the file format stores); the allocation adds kTablePadding.
-    uint64_t data_bytes() const noexcept { return data_bytes_for(bucket_count_, bucket_size_, fp_bits_); }
+    uint64_t data_bytes() const noexcept { return data_bytes_for(bucket_count_, bucket_size_, fp_bits_, semi_sorted_); }
     uint64_t allocated_bytes() const noexcept { return bytes_.size(); }
     const unsigned char* data() const noexcept { return bytes_.data(); }
     unsigned char* mutable_data() noexcept { return bytes_.data(); }
@@ -352,10 +368,14 @@ public:
 
     // ---- single slots ----
     uint32_t get(uint64_t bucket, unsigned slot) const noexcept {
+        if (semi_sorted_)
+            return static_cast<uint32_t>((probe().semi_word(bucket * bucket_bits_) >> (slot * fp_bits_)) & fp_mask_);
         const uint64_t bit = bucket * bucket_bits_ + slot * fp_bits_;
         return static_cast<uint32_t>((load_le64(bytes_.data() + (bit >> 3)) >> (bit & 7)) & fp_mask_);
     }
+    // Semi-sorted tables re-sort the bucket: its other slots may then have other numbers.
     void set(uint64_t bucket, unsigned slot, uint32_t fp) noexcept {
+        if (semi_sorted_) return set_semi_sorted(bucket, slot, fp);
         const uint64_t bit = bucket * bucket_bits_ + slot * fp_bits_;
         unsigned char* p = bytes_.data() + (bit >> 3);
         const unsigned shift = bit & 7;
@@ -368,7 +388,7 @@ public:
     TableProbe probe() const noexcept {
         return TableProbe{bytes_.data(), bucket_bits_, word_mask_, lane_ones_, lane_low_, lane_high_,
                           word_bits_, words_per_bucket_, bucket_last_byte_, lanes_per_word_, lane_div_,
-                          512 % bucket_bits_ != 0};
+                          512 % bucket_bits_ != 0, decoder_};
     }
     uint64_t match_mask(uint64_t bucket, unsigned word, uint32_t fp) const noexcept {
         return probe().match_mask(bucket, word, fp);
@@ -386,13 +406,26 @@ public:
     void prefetch(uint64_t bucket) const noexcept { probe().prefetch(bucket); }
 
 private:
+    void set_semi_sorted(uint64_t bucket, unsigned slot, uint32_t fp) noexcept {
+        const uint64_t bit = bucket * bucket_bits_;
+        unsigned char* p = bytes_.data() + (bit >> 3);
+        const unsigned shift = bit & 7;
+        const uint64_t w = load_le64(p);
+        const uint64_t plain = decoder_.decode(w >> shift);
+        uint32_t fps[semisort::kSlots];
+        for (unsigned l = 0; l < semisort::kSlots; ++l) fps[l] = static_cast<uint32_t>((plain >> (l * fp_bits_)) & fp_mask_);
+        fps[slot] = fp;
+        const uint64_t bucket_mask = ((uint64_t(1) << bucket_bits_) - 1) << shift;  // bucket_bits_ <= 60
+        store_le64(p, (w & ~bucket_mask) | (semisort::encode(fps, fp_bits_) << shift));
+    }
     void init_layout() {
         fp_mask_ = (fp_bits_ >= 64) ? ~0ull : ((1ull << fp_bits_) - 1);
         lanes_per_word_ = bucket_size_;
         while (lanes_per_word_ * fp_bits_ > 64) lanes_per_word_ /= 2;
         words_per_bucket_ = bucket_size_ / lanes_per_word_;
         word_bits_ = lanes_per_word_ * fp_bits_;
-        bucket_bits_ = bucket_size_ * fp_bits_;
+        bucket_bits_ = bucket_bits_for(bucket_size_, fp_bits_, semi_sorted_);
+        decoder_ = semi_sorted_ ? semisort::Decoder::for_bits(fp_bits_) : semisort::Decoder{};
         bucket_last_byte_ = (bucket_bits_ - 1) / 8;
         lane_div_ = (1u << 16) / fp_bits_ + 1;
         word_mask_ = word_bits_ >= 64 ? ~0ull : ((1ull << word_bits_) - 1);
@@ -404,6 +437,8 @@ private:
     uint64_t bucket_count_ = 0;
     unsigned bucket_size_ = 0;
     unsigned fp_bits_ = 0;
+    bool semi_sorted_ = false;
+    semisort::Decoder decoder_;
     unsigned lanes_per_word_ = 1;
     unsigned word_bits_ = 0;    // L * f
     uint64_t bucket_bits_ = 0;  // b * f
