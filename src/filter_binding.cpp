@@ -96,8 +96,10 @@ cuckoo::HashAlgorithm hash_algorithm_arg(const py::handle& v) {
 
 PyFilter make_filter(const py::handle& capacity, const py::handle& fpr, const py::handle& fingerprint_bits,
                      const py::handle& bucket_size, const py::handle& max_kicks, const py::handle& seed,
-                     const py::handle& growable, const py::handle& hash_algorithm) {
+                     const py::handle& growable, const py::handle& hash_algorithm, const py::handle& semi_sort) {
     if (!PyBool_Check(growable.ptr())) throw py::type_error(std::string("growable must be a bool, not ") + type_name(growable.ptr()));
+    if (!PyBool_Check(semi_sort.ptr())) throw py::type_error(std::string("semi_sort must be a bool, not ") + type_name(semi_sort.ptr()));
+    const bool semi = semi_sort.ptr() == Py_True;
     const long long cap = int_arg(capacity, "capacity", 0, std::numeric_limits<long long>::max());
     if (cap <= 0) throw py::value_error("capacity must be positive, got " + std::to_string(cap));
     const unsigned b = static_cast<unsigned>(int_arg(bucket_size, "bucket_size", 0, 1 << 20));
@@ -122,19 +124,26 @@ PyFilter make_filter(const py::handle& capacity, const py::handle& fpr, const py
             throw py::value_error(e.what());
         }
     }
+    if (semi) {
+        try {
+            cuckoo::Filter::check_params(cuckoo::kBlockBuckets, b, f, true);
+        } catch (const std::invalid_argument& e) {
+            throw py::value_error(std::string(e.what()) + " (semi-sorted buckets hold 4 fingerprints of 4..16 bits)");
+        }
+    }
     uint64_t buckets = 0;
     try {
-        buckets = cuckoo::bucket_count_for(static_cast<uint64_t>(cap), b);
+        buckets = cuckoo::bucket_count_for(static_cast<uint64_t>(cap), b, semi);
     } catch (const std::length_error&) {
         throw py::value_error("capacity is too large: " + with_commas(static_cast<uint64_t>(cap)) +
                               " keys, but a filter with bucket_size=" + std::to_string(b) + " holds at most " +
                               with_commas(static_cast<uint64_t>(static_cast<double>(cuckoo::kMaxBucketCount) * b *
-                                                                cuckoo::design_load(b))) +
+                                                                cuckoo::design_load(b, semi))) +
                               " keys (2^32 buckets); split the keys over several filters");
     }
-    require_memory(cuckoo::PackedTable::data_bytes_for(buckets, b, f),
+    require_memory(cuckoo::PackedTable::data_bytes_for(buckets, b, f, semi),
                    "Filter(capacity=" + with_commas(static_cast<uint64_t>(cap)) + ", fingerprint_bits=" + std::to_string(f) + ")");
-    return PyFilter(cuckoo::StagedFilter(cuckoo::Filter::for_capacity(static_cast<uint64_t>(cap), target, f, b, kicks, s, algorithm),
+    return PyFilter(cuckoo::StagedFilter(cuckoo::Filter::for_capacity(static_cast<uint64_t>(cap), target, f, b, kicks, s, algorithm, semi),
                                          growable.ptr() == Py_True));
 }
 
@@ -277,7 +286,7 @@ void register_filter(py::module_& m) {
 A cuckoo filter: a compact set of keys that answers "maybe present" or "certainly absent".
 
 Filter(capacity, fpr=None, *, fingerprint_bits=None, bucket_size=4, max_kicks=500, seed=0,
-       growable=False, hash_algorithm="xxh3")
+       growable=False, hash_algorithm="xxh3", semi_sort=False)
 
 capacity          number of keys the filter is sized for (inserting more may fail)
 fpr               target false-positive rate at capacity (default 0.001); picks the
@@ -291,13 +300,17 @@ seed              seed of the key hash (0 .. 2**64 - 1; filters are reproducible
 growable          add stages of twice the capacity as the filter fills, instead of failing
 hash_algorithm    the key hash: "xxh3" (XXH3-64, default) or "xxh64" (XXH64, the only hash of
                   releases before 0.2, which cannot read filters that use XXH3)
+semi_sort         semi-sorted buckets (bucket_size=4, f <= 16 only): each bucket kept sorted
+                  and the top 4 bits of its 4 fingerprints stored as one 12-bit code, 1 bit
+                  per slot less (same false-positive rate; sized to a higher load, 0.955);
+                  its files are format version 2, which older releases refuse
 
 Keys are int (64-bit, signed or unsigned), bytes, or str (hashed as UTF-8).
 )doc");
     cls.def(py::init(&make_filter), py::arg("capacity"), py::arg("fpr") = py::none(), py::kw_only(),
             py::arg("fingerprint_bits") = py::none(), py::arg("bucket_size") = 4,
             py::arg("max_kicks") = kDefaultMaxKicks, py::arg("seed") = 0, py::arg("growable") = false,
-            py::arg("hash_algorithm") = "xxh3");
+            py::arg("hash_algorithm") = "xxh3", py::arg("semi_sort") = false);
 
     // scalar operations
     cls.def("add", [](PyFilter& self, const py::handle& key) {
@@ -451,6 +464,8 @@ Keys are int (64-bit, signed or unsigned), bytes, or str (hashed as UTF-8).
     }, "The key hash: 'xxh3' or 'xxh64' (fixed for the filter's life, stored in its files).");
     cls.def_property_readonly("max_kicks", [](const PyFilter& self) { ReadLock lock(self); return self.core.first().max_kicks(); });
     cls.def_property_readonly("growable", [](const PyFilter& self) { ReadLock lock(self); return self.core.growable(); });
+    cls.def_property_readonly("semi_sort", [](const PyFilter& self) { ReadLock lock(self); return self.core.first().semi_sorted(); },
+                              "Whether buckets are semi-sorted (of the first stage; growth stages past 16 fingerprint bits are plain).");
     cls.def_property_readonly("stages", [](const PyFilter& self) {
         ReadLock lock(self);
         py::list out;
@@ -459,6 +474,7 @@ Keys are int (64-bit, signed or unsigned), bytes, or str (hashed as UTF-8).
             d["capacity"] = st.capacity();
             d["bucket_count"] = st.bucket_count();
             d["fingerprint_bits"] = st.fingerprint_bits();
+            d["semi_sort"] = st.semi_sorted();
             d["items"] = st.size();
             d["load_factor"] = st.load_factor();
             d["nbytes"] = st.table_bytes();

@@ -38,6 +38,7 @@ class Filter:
         seed: int | None | Literal["random"] = 0,
         growable: bool = False,
         hash_algorithm: Literal["xxh3", "xxh64"] = "xxh3",
+        semi_sort: bool = False,
     ) -> None: ...
 
     # scalar operations
@@ -113,6 +114,8 @@ class Filter:
     def max_kicks(self) -> int: ...
     @property
     def growable(self) -> bool: ...
+    @property
+    def semi_sort(self) -> bool: ...
     @property
     def stages(self) -> list[dict[str, Any]]: ...
     @property

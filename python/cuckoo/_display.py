@@ -19,7 +19,7 @@ def _rows(f: Any) -> List[Tuple[str, str]]:
         ("items", f"{len(f):,} of capacity {f.capacity:,}"),
         ("load factor", f"{f.load_factor:.1%} of {f.slot_count:,} slots"),
         ("fingerprint", f"{f.fingerprint_bits} bits"),
-        ("buckets", f"{f.bucket_count:,} \u00d7 {f.bucket_size} slots"),
+        ("buckets", f"{f.bucket_count:,} \u00d7 {f.bucket_size} slots" + (", semi-sorted" if f.semi_sort else "")),
         ("memory", f"{_size(f.nbytes)} ({f.bits_per_item:.1f} bits per item at capacity)"),
         ("expected FPR", f"{f.expected_fpr:.3g} now, bound {f.fpr_bound:.3g} at full load"),
         ("seed, max_kicks", f"{f.seed}, {f.max_kicks}"),
@@ -32,7 +32,7 @@ def filter_repr(f: Any) -> str:
     ro = ", read-only" if f.read_only else ""
     return (
         f"<cuckoo.Filter {len(f):,}/{f.capacity:,} items, load {f.load_factor:.1%}, "
-        f"f={f.fingerprint_bits} b={f.bucket_size}, {_size(f.nbytes)}, "
+        f"f={f.fingerprint_bits} b={f.bucket_size}{' semi-sorted' if f.semi_sort else ''}, {_size(f.nbytes)}, "
         f"expected FPR {f.expected_fpr:.3g}{ro}>"
     )
 

@@ -890,7 +890,7 @@ def filter_info(f: Filter, path: Optional[str] = None) -> dict:
         seed=f.seed,
         max_kicks=f.max_kicks,
     )
-    for extra in ("growable",):
+    for extra in ("growable", "semi_sort"):
         if hasattr(f, extra):
             info[extra] = getattr(f, extra)
     return info
