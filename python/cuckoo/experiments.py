@@ -424,6 +424,7 @@ def fpr_sweep(
     max_kicks: int = 500,
     confidence: float = 0.95,
     as_frame: Optional[bool] = None,
+    semi_sort: Union[bool, Iterable[bool]] = False,
 ) -> Table:
     """Measured against theoretical false-positive rate over fingerprint widths and bucket sizes.
 
@@ -445,6 +446,11 @@ def fpr_sweep(
         row's relative standard error is a few percent (about 7% at worst, for f=16, b=2).
     capacity, seed, max_kicks:
         Filter parameters; configuration ``i`` uses seed ``seed + i``.
+    semi_sort:
+        ``Filter(..., semi_sort=...)``: False (default), True, or several values to sweep, e.g.
+        ``(False, True)``. Semi-sorted filters exist only for ``b = 4`` and ``f <= 16``: other
+        combinations get no semi-sorted row (``semi_sort=True`` with no such combination raises
+        ValueError).
 
     Returns
     -------
@@ -461,45 +467,58 @@ def fpr_sweep(
     theoretic minimum, bits per item at the measured FPR, or the expected one if nothing was
     measured), then ``ratio`` (measured / expected), ``exact_fpr`` (the sharper
     :func:`cuckoo.theory.exact_fpr` at ``load``), ``target_load, reached_target, items,
-    slot_count, negatives, false_positives``.
+    slot_count, negatives, false_positives, semi_sort``.
     """
     if n_negatives is not None:
         n_negatives = _positive_int(n_negatives, "n_negatives")
+    semi_values = [semi_sort] if isinstance(semi_sort, bool) else list(semi_sort)
+    if not all(isinstance(v, bool) for v in semi_values):
+        raise TypeError("semi_sort must be a bool or an iterable of bools")
+    bucket_sizes, fingerprint_bits = list(bucket_sizes), list(fingerprint_bits)
+    configs = [
+        (b, f, semi)
+        for b in bucket_sizes
+        for f in fingerprint_bits
+        for semi in semi_values
+        if not semi or (b == 4 and f <= theory.SEMI_SORT_MAX_FINGERPRINT_BITS)
+    ]
+    if semi_values and not configs and bucket_sizes and fingerprint_bits:
+        raise ValueError("semi_sort needs bucket_size 4 and fingerprint_bits of at most 16")
     rows: List[Dict[str, Any]] = []
-    run = 0
-    for b in bucket_sizes:
+    for run, (b, f, semi) in enumerate(configs):
         target = _target_load(load, int(b))
-        for f in fingerprint_bits:
-            flt = Filter(capacity, fingerprint_bits=f, bucket_size=b, max_kicks=max_kicks, seed=seed + run)
-            run += 1
-            want = min(flt.slot_count, math.ceil(target * flt.slot_count - 1e-9))
-            added, failed = _fill(flt, 0, want)
-            n = n_negatives if n_negatives is not None else _negatives_for(flt.expected_fpr)
-            m = measure_fpr(flt, n, confidence=confidence)
-            eps = m.measured_fpr if m.false_positives > 0 else m.expected_fpr
-            rows.append(
-                {
-                    "fingerprint_bits": flt.fingerprint_bits,
-                    "bucket_size": flt.bucket_size,
-                    "load": m.load,
-                    "measured_fpr": m.measured_fpr,
-                    "ci_low": m.ci_low,
-                    "ci_high": m.ci_high,
-                    "expected_fpr": m.expected_fpr,
-                    "fpr_bound": m.fpr_bound,
-                    "bits_per_item": 8.0 * flt.nbytes / len(flt) if len(flt) else math.inf,
-                    "bloom_bits_per_item": theory.bloom_bits_per_item(eps),
-                    "lower_bound_bits": theory.lower_bound_bits_per_item(eps),
-                    "ratio": m.ratio,
-                    "exact_fpr": theory.exact_fpr(flt.fingerprint_bits, flt.bucket_size, m.load),
-                    "target_load": target,
-                    "reached_target": not failed,
-                    "items": len(flt),
-                    "slot_count": flt.slot_count,
-                    "negatives": m.negatives,
-                    "false_positives": m.false_positives,
-                }
-            )
+        flt = Filter(
+            capacity, fingerprint_bits=f, bucket_size=b, max_kicks=max_kicks, seed=seed + run, semi_sort=semi
+        )
+        want = min(flt.slot_count, math.ceil(target * flt.slot_count - 1e-9))
+        added, failed = _fill(flt, 0, want)
+        n = n_negatives if n_negatives is not None else _negatives_for(flt.expected_fpr)
+        m = measure_fpr(flt, n, confidence=confidence)
+        eps = m.measured_fpr if m.false_positives > 0 else m.expected_fpr
+        rows.append(
+            {
+                "fingerprint_bits": flt.fingerprint_bits,
+                "bucket_size": flt.bucket_size,
+                "load": m.load,
+                "measured_fpr": m.measured_fpr,
+                "ci_low": m.ci_low,
+                "ci_high": m.ci_high,
+                "expected_fpr": m.expected_fpr,
+                "fpr_bound": m.fpr_bound,
+                "bits_per_item": 8.0 * flt.nbytes / len(flt) if len(flt) else math.inf,
+                "bloom_bits_per_item": theory.bloom_bits_per_item(eps),
+                "lower_bound_bits": theory.lower_bound_bits_per_item(eps),
+                "ratio": m.ratio,
+                "exact_fpr": theory.exact_fpr(flt.fingerprint_bits, flt.bucket_size, m.load),
+                "target_load": target,
+                "reached_target": not failed,
+                "items": len(flt),
+                "slot_count": flt.slot_count,
+                "negatives": m.negatives,
+                "false_positives": m.false_positives,
+                "semi_sort": flt.semi_sort,
+            }
+        )
     return _table(rows, as_frame)
 
 

@@ -11,6 +11,13 @@ Every function here computes exactly what the compiled core does (see
     >>> round(theory.bits_per_item(13, theory.design_load(4)), 2)
     13.9
 
+Semi-sorted buckets (``Filter(..., semi_sort=True)``, ``b = 4`` and ``f <= 16`` only; Fan et al.
+2014, section 5.2) store a bucket's 4 fingerprints in ``4f - 4`` bits: the same fingerprints and
+the same false-positive rate for 1 bit per slot less. They are sized to a higher load (0.955)::
+
+    >>> round(theory.bits_per_item(13, theory.design_load(4, semi_sort=True), semi_sort=True), 2)
+    12.57
+
 Notation: ``f`` fingerprint bits, ``b`` slots per bucket (2, 4 or 8), ``m`` buckets,
 ``alpha`` load factor (stored items / ``m*b`` slots), ``eps`` false-positive rate.
 
@@ -54,6 +61,7 @@ __all__ = [
     "table_bytes",
     "bloom_bits_per_item",
     "lower_bound_bits_per_item",
+    "SEMI_SORT_MAX_FINGERPRINT_BITS",
 ]
 
 MIN_FINGERPRINT_BITS = 4
@@ -64,6 +72,10 @@ _MAX_BUCKET_COUNT = 1 << 32
 
 # Mirrors cuckoo::design_load in filter.hpp.
 _DESIGN_LOAD: Dict[int, float] = {2: 0.80, 4: 0.935, 8: 0.965}
+
+# Mirrors cuckoo::kSemiSortedDesignLoad and cuckoo/semisort.hpp.
+_SEMI_SORTED_DESIGN_LOAD = 0.955
+SEMI_SORT_MAX_FINGERPRINT_BITS = 16
 
 # Load at the first failed insert, measured (see max_load's docstring).
 _MAX_LOAD: Dict[int, float] = {2: 0.85, 4: 0.955, 8: 0.98}
@@ -89,6 +101,18 @@ def _check_fingerprint_bits(fingerprint_bits: object) -> int:
             f"fingerprint_bits must be between {MIN_FINGERPRINT_BITS} and {MAX_FINGERPRINT_BITS}, got {f}"
         )
     return f
+
+
+def _check_semi_sort(semi_sort: object, bucket_size: int, fingerprint_bits: int | None = None) -> bool:
+    if not isinstance(semi_sort, bool):
+        raise TypeError(f"semi_sort must be a bool, not {type(semi_sort).__name__}")
+    if semi_sort and bucket_size != 4:
+        raise ValueError(f"semi_sort needs bucket_size=4, not {bucket_size}")
+    if semi_sort and fingerprint_bits is not None and fingerprint_bits > SEMI_SORT_MAX_FINGERPRINT_BITS:
+        raise ValueError(
+            f"semi_sort needs fingerprint_bits of at most {SEMI_SORT_MAX_FINGERPRINT_BITS}, not {fingerprint_bits}"
+        )
+    return semi_sort
 
 
 def _check_fpr(fpr: object) -> float:
@@ -145,6 +169,8 @@ def fingerprint_bits(fpr: float, bucket_size: int = 4) -> int:
 def expected_fpr(fingerprint_bits: int, bucket_size: int, load: float) -> float:
     """False-positive rate of a filter at load factor ``load`` (``Filter.expected_fpr``).
 
+    The same for semi-sorted buckets: they store the same fingerprints in fewer bits.
+
     ``eps = 1 - (1 - 1/(2^f - 1))^(2 b load)``: the chance that one of the ``2 b load``
     fingerprints stored (on average) in an absent key's two buckets equals its fingerprint. For
     large ``f`` this is ``~= 2 b load / 2^f``.
@@ -183,26 +209,31 @@ def fpr_bound(fingerprint_bits: int, bucket_size: int) -> float:
     return expected_fpr(fingerprint_bits, bucket_size, 1.0)
 
 
-def bits_per_item(fingerprint_bits: int, load: float) -> float:
-    """Table bits per stored item at a load factor: ``f / load``.
+def bits_per_item(fingerprint_bits: int, load: float, *, semi_sort: bool = False) -> float:
+    """Table bits per stored item at a load factor: ``f / load`` (semi-sorted: ``(f - 1) / load``).
 
     Every slot costs ``f`` bits (the table is bit-packed, with no other per-slot state), and only
-    the fraction ``load`` of the slots holds items.
+    the fraction ``load`` of the slots holds items. A semi-sorted bucket of 4 slots takes
+    ``4f - 4`` bits.
     """
     f = _check_fingerprint_bits(fingerprint_bits)
+    _check_semi_sort(semi_sort, 4, f)
     alpha = _check_load(load)
     if alpha == 0.0:
         raise ValueError("load must be positive")
-    return f / alpha
+    return (f - 1 if semi_sort else f) / alpha
 
 
-def design_load(bucket_size: int) -> float:
-    """Load factor a filter is sized for: 0.80, 0.935 or 0.965 for ``b`` = 2, 4 or 8.
+def design_load(bucket_size: int, *, semi_sort: bool = False) -> float:
+    """Load factor a filter is sized for: 0.80, 0.935 or 0.965 for ``b`` = 2, 4 or 8; 0.955 semi-sorted.
 
     ``Filter(capacity)`` allocates about ``capacity / design_load(b)`` slots, a little below the
     load where inserts start to fail (:func:`max_load`), so that ``capacity`` keys fit with margin.
+    Semi-sorted filters exist to save space and are sized at the load of the first failure of a
+    large table (their eviction is the plain ``b = 4`` one): less margin.
     """
-    return _DESIGN_LOAD[_check_bucket_size(bucket_size)]
+    b = _check_bucket_size(bucket_size)
+    return _SEMI_SORTED_DESIGN_LOAD if _check_semi_sort(semi_sort, b) else _DESIGN_LOAD[b]
 
 
 def max_load(bucket_size: int) -> float:
@@ -219,8 +250,8 @@ def max_load(bucket_size: int) -> float:
     return _MAX_LOAD[_check_bucket_size(bucket_size)]
 
 
-def bucket_count(capacity: int, bucket_size: int = 4) -> int:
-    """Buckets ``Filter(capacity, bucket_size=b)`` allocates.
+def bucket_count(capacity: int, bucket_size: int = 4, *, semi_sort: bool = False) -> int:
+    """Buckets ``Filter(capacity, bucket_size=b, semi_sort=...)`` allocates.
 
     ``m = ceil(capacity / (b * design_load(b)))``, at least 8, rounded up to a multiple of 8
     (the table is made of blocks of 8 buckets). At most 2^32 buckets.
@@ -230,22 +261,25 @@ def bucket_count(capacity: int, bucket_size: int = 4) -> int:
         raise ValueError(f"capacity must be positive, got {n}")
     b = _check_bucket_size(bucket_size)
     # Same floating-point operations as bucket_count_for in filter.hpp: float(n), b * load, ceil.
-    buckets = math.ceil(float(n) / (b * _DESIGN_LOAD[b]))
+    buckets = math.ceil(float(n) / (b * design_load(b, semi_sort=semi_sort)))
     if buckets > _MAX_BUCKET_COUNT:
         raise ValueError("capacity is too large: a filter holds at most 2^32 buckets")
     m = max(buckets, _BLOCK_BUCKETS)
     return (m + _BLOCK_BUCKETS - 1) // _BLOCK_BUCKETS * _BLOCK_BUCKETS
 
 
-def table_bytes(capacity: int, fingerprint_bits: int, bucket_size: int = 4) -> int:
-    """Bytes of the packed table of ``Filter(capacity, fingerprint_bits=f, bucket_size=b)``: its ``nbytes``.
+def table_bytes(capacity: int, fingerprint_bits: int, bucket_size: int = 4, *, semi_sort: bool = False) -> int:
+    """Bytes of the packed table of ``Filter(capacity, fingerprint_bits=f, bucket_size=b, semi_sort=...)``: its ``nbytes``.
 
     ``ceil(m * b * f / 8)`` with ``m = bucket_count(capacity, b)``: slots are packed back to back,
-    ``f`` bits each. (The allocation adds 16 bytes of padding, not counted in ``nbytes``.)
+    ``f`` bits each; semi-sorted, ``ceil(m * (4f - 4) / 8)``. (The allocation adds 16 bytes of
+    padding, not counted in ``nbytes``.)
     """
     f = _check_fingerprint_bits(fingerprint_bits)
-    m = bucket_count(capacity, bucket_size)
-    return (m * int(bucket_size) * f + 7) // 8
+    _check_semi_sort(semi_sort, _check_bucket_size(bucket_size), f)
+    m = bucket_count(capacity, bucket_size, semi_sort=semi_sort)
+    bucket_bits = 4 * f - 4 if semi_sort else int(bucket_size) * f
+    return (m * bucket_bits + 7) // 8
 
 
 def bloom_bits_per_item(fpr: float) -> float:
