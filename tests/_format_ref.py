@@ -305,6 +305,29 @@ def slots(table: bytes, fingerprint_bits: int) -> List[int]:
     return [(bits >> (k * fingerprint_bits)) & mask for k in range(n)]
 
 
+def semi_sorted_buckets(table: bytes, fingerprint_bits: int) -> List[List[int]]:
+    """Every bucket of a semi-sorted table (format version 2, stage layout 1), decoded from the
+    document: a bucket is 4f - 4 bits, a 12-bit code of its sorted top nibbles (the rank of
+    n0 <= n1 <= n2 <= n3 in the combinatorial number system: C(n0, 1) + C(n1 + 1, 2) +
+    C(n2 + 2, 3) + C(n3 + 3, 4)), then the low f - 4 bits of each slot."""
+    from itertools import combinations_with_replacement
+    from math import comb
+
+    by_code = {}
+    for n in combinations_with_replacement(range(16), 4):
+        by_code[comb(n[0], 1) + comb(n[1] + 1, 2) + comb(n[2] + 2, 3) + comb(n[3] + 3, 4)] = n
+    assert sorted(by_code) == list(range(3876))
+    g = fingerprint_bits - 4
+    width = 4 * fingerprint_bits - 4
+    bits = int.from_bytes(table, "little")
+    out = []
+    for i in range(len(table) * 8 // width):
+        word = (bits >> (i * width)) & ((1 << width) - 1)
+        nibbles = by_code[word & 0xFFF]  # KeyError: an invalid code
+        out.append([(nibbles[l] << g) | ((word >> (12 + l * g)) & ((1 << g) - 1)) for l in range(4)])
+    return out
+
+
 def rewrite(data: bytes, stage: int = 0, table: "bytes | None" = None, **fields: Any) -> bytes:
     """``data`` with some header or stage fields replaced (``stage_<name>=``), checksums fixed."""
     head = parse(data)

@@ -21,7 +21,8 @@ import _format_ref as ref
 
 FUZZ = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
-# (capacity, fingerprint_bits, bucket_size, keys added, seed): small filters of several shapes.
+# (capacity, fingerprint_bits, bucket_size, keys added, seed[, semi_sort]): small filters of
+# several shapes; the semi-sorted ones are format version 2.
 SHAPES = [
     (8, 4, 2, 5, 0),
     (20, 7, 4, 15, 1),
@@ -30,11 +31,14 @@ SHAPES = [
     (40, 32, 8, 30, 4),
     (100, 5, 2, 60, 5),
     (10, 9, 4, 0, 6),  # empty
+    (50, 12, 4, 40, 7, True),
+    (20, 5, 4, 12, 8, True),
+    (30, 16, 4, 25, 9, True),  # 60-bit buckets: every other one starts mid-byte
 ]
 
 
-def _build(capacity, f, b, n, seed):
-    flt = cuckoo.Filter(capacity, fingerprint_bits=f, bucket_size=b, seed=seed, max_kicks=100)
+def _build(capacity, f, b, n, seed, semi_sort=False):
+    flt = cuckoo.Filter(capacity, fingerprint_bits=f, bucket_size=b, seed=seed, max_kicks=100, semi_sort=semi_sort)
     flt.add_many(np.arange(n, dtype=np.int64) * 7919 - 100)
     return flt, flt.to_bytes()
 
@@ -182,7 +186,9 @@ def test_fields_behind_valid_checksums(case):
         except cuckoo.FormatError:
             continue
         # Accepted: then it is exactly what the header says, and the header describes this table.
-        assert (h["version"], h["stage_count"]) == (1, 1) and h["hash_algorithm"] in (1, 2)
+        assert h["version"] in (1, 2) and h["stage_count"] == 1 and h["hash_algorithm"] in (1, 2)
+        # stage layout (version 2 only): 0 plain, 1 semi-sorted
+        assert g.semi_sort == (h["version"] == 2 and s["reserved"] == 1)
         assert g.hash_algorithm == {1: "xxh64", 2: "xxh3"}[h["hash_algorithm"]]
         assert h["flags"] in (0, 1) and g.growable == bool(h["flags"])  # bit 0: growable
         # max_kicks: read as at most 65,536 (issue 20)
@@ -205,8 +211,16 @@ def retabled(draw):
     for _ in range(draw(st.integers(1, 3))):
         table[draw(st.integers(0, len(table) - 1))] ^= 1 << draw(st.integers(0, 7))
     fix_count = draw(st.booleans())
-    occupied = sum(1 for x in ref.slots(bytes(table), flt.fingerprint_bits) if x)
-    fields = {"stage_item_count": occupied} if fix_count else {}
+    if flt.semi_sort:
+        try:
+            buckets = ref.semi_sorted_buckets(bytes(table), flt.fingerprint_bits)
+        except KeyError:  # a code no bucket can have: the table is corrupt whatever the count
+            occupied = -1
+        else:
+            occupied = sum(1 for b in buckets for x in b if x)
+    else:
+        occupied = sum(1 for x in ref.slots(bytes(table), flt.fingerprint_bits) if x)
+    fields = {"stage_item_count": occupied} if fix_count and occupied >= 0 else {}
     return i, bytes(table), occupied, ref.rewrite(data, table=bytes(table), **fields)
 
 
@@ -218,7 +232,10 @@ def test_table_changes_behind_valid_checksums(case):
     flt, _ = CASES[i]
     count = ref.parse(data)["stages"][0]["item_count"]
     for read in (cuckoo.Filter.from_bytes, lambda d: cuckoo.Filter._from_view(d, True)):
-        if count != occupied:
+        if occupied < 0:
+            with pytest.raises(cuckoo.FormatError, match="invalid code"):
+                read(data)
+        elif count != occupied:
             with pytest.raises(cuckoo.FormatError, match="items, the table holds"):
                 read(data)
         else:

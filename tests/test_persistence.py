@@ -37,8 +37,9 @@ def keys_absent(n: int, seed: int = 1) -> np.ndarray:
     return keys_present(n, seed) | np.uint64(1 << 63)
 
 
-def make(capacity: int, f: int, b: int, fill: float = 0.9, seed: int = 7) -> "tuple[cuckoo.Filter, np.ndarray]":
-    flt = cuckoo.Filter(capacity, fingerprint_bits=f, bucket_size=b, seed=seed, max_kicks=777)
+def make(capacity: int, f: int, b: int, fill: float = 0.9, seed: int = 7,
+         semi_sort: bool = False) -> "tuple[cuckoo.Filter, np.ndarray]":
+    flt = cuckoo.Filter(capacity, fingerprint_bits=f, bucket_size=b, seed=seed, max_kicks=777, semi_sort=semi_sort)
     keys = keys_present(int(capacity * fill), seed=f * 10 + b)
     assert flt.add_many(keys) == len(keys)
     return flt, keys
@@ -47,7 +48,7 @@ def make(capacity: int, f: int, b: int, fill: float = 0.9, seed: int = 7) -> "tu
 def same_filter(a: cuckoo.Filter, b: cuckoo.Filter) -> None:
     assert a == b
     for attr in ("capacity", "bucket_count", "bucket_size", "fingerprint_bits", "seed", "max_kicks", "nbytes",
-                 "hash_algorithm"):
+                 "hash_algorithm", "semi_sort", "stages"):
         assert getattr(a, attr) == getattr(b, attr), attr
     assert len(a) == len(b)
 
@@ -73,10 +74,14 @@ def round_trips(flt: cuckoo.Filter, tmp_path) -> "list[tuple[str, cuckoo.Filter]
 # ---- round trips -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("b", BUCKETS)
-@pytest.mark.parametrize("f", WIDTHS)
-def test_round_trip_every_shape(f, b, tmp_path):
-    flt, present = make(3000, f, b)
+# Every plain (f, b), and semi-sorted buckets (b = 4, f <= 16: format version 2) for every f.
+SHAPES = [(f, b, False) for b in BUCKETS for f in WIDTHS] + [(f, 4, True) for f in range(4, 17)]
+
+
+@pytest.mark.parametrize(("f", "b", "semi_sort"), SHAPES)
+def test_round_trip_every_shape(f, b, semi_sort, tmp_path):
+    flt, present = make(3000, f, b, semi_sort=semi_sort)
+    assert flt.to_bytes()[8] == (2 if semi_sort else 1)  # the format version
     absent = keys_absent(3000, seed=f)
     file_bytes = flt.to_bytes()
     for how, back in round_trips(flt, tmp_path):
@@ -460,7 +465,7 @@ def test_error_bad_magic(good):
 
 
 def test_error_version(good):
-    fails(good[:8] + (9).to_bytes(4, "little") + good[12:], r"unsupported format version 9 \(this build reads 1\)")
+    fails(good[:8] + (9).to_bytes(4, "little") + good[12:], r"unsupported format version 9 \(this build reads 1\.\.2\)")
     fails(good[:8] + bytes(4) + good[12:], "unsupported format version 0")
 
 
@@ -589,19 +594,29 @@ def golden_keys(stem="golden_v1"):
     return doc, out
 
 
-@pytest.mark.parametrize("hash_algorithm", sorted(GOLDEN_FILES))
-@pytest.mark.parametrize("how", ["file", "mmap", "bytes"])
-def test_golden_v1(how, hash_algorithm):
-    stem = GOLDEN_FILES[hash_algorithm]
+def open_golden(stem, how):
+    """The golden file's bytes, and the filter read from it by `how` (file, mmap or bytes)."""
     path = os.path.join(DATA, f"{stem}.cuckoo")
     with open(path, "rb") as fh:
         data = fh.read()
     flt = {"file": lambda: cuckoo.Filter.load(path), "mmap": lambda: cuckoo.Filter.load(path, mmap=True),
            "bytes": lambda: cuckoo.Filter.from_bytes(data)}[how]()
+    return data, flt
+
+
+# Every golden file, by its stem, and the format version it holds.
+GOLDEN_VERSIONS = {"golden_v1": 1, "golden_v1_xxh3": 1, "golden_v2_semisort": 2}
+
+
+@pytest.mark.parametrize("stem", sorted(GOLDEN_VERSIONS))
+@pytest.mark.parametrize("how", ["file", "mmap", "bytes"])
+def test_golden_files(how, stem):
+    data, flt = open_golden(stem, how)
     doc, keys = golden_keys(stem)
     p = doc["parameters"]
-    assert doc["format_version"] == 1
-    assert flt.hash_algorithm == p.get("hash_algorithm", "xxh64") == hash_algorithm
+    assert doc["format_version"] == GOLDEN_VERSIONS[stem] == data[8]
+    assert flt.hash_algorithm == p.get("hash_algorithm", "xxh64")
+    assert flt.semi_sort == p.get("semi_sort", False)
     assert (flt.capacity, flt.fingerprint_bits, flt.bucket_size, flt.max_kicks, flt.seed) == (
         p["capacity"], p["fingerprint_bits"], p["bucket_size"], p["max_kicks"], p["seed"])
     assert flt.bucket_count == doc["bucket_count"] and len(flt) == doc["items"]
@@ -612,8 +627,8 @@ def test_golden_v1(how, hash_algorithm):
             assert k["contains"] and flt.count(key) >= 1
     as_list = [key for key, _ in keys]
     assert flt.contains_many(as_list).tolist() == [k["contains"] for _, k in keys]
-    # This build writes format version 1: re-serializing reproduces the file byte for byte. (When a
-    # later version is written, compare the re-read filter with == instead, and keep the rest.)
+    # This build writes each file's version (1 without semi-sorted stages, 2 with): re-serializing
+    # reproduces the file byte for byte.
     assert flt.to_bytes() == data
 
 
@@ -642,6 +657,23 @@ def test_golden_v1_fields(hash_algorithm):
     assert h["stages"][0]["table_checksum"] == ref.xxh64(ref.tables(data)[0])
     doc, _ = golden_keys(stem)
     assert h["seed"] == doc["parameters"]["seed"] and h["stages"][0]["item_count"] == doc["items"]
+
+
+def test_golden_v2_semisort_table_decoded_from_the_document():
+    """The reference reading of a semi-sorted table (tests/_format_ref.py, from docs/format.md)
+    finds every added key's fingerprint in one of its buckets, and as many fingerprints as items."""
+    with open(os.path.join(DATA, "golden_v2_semisort.cuckoo"), "rb") as fh:
+        data = fh.read()
+    h = ref.parse(data)
+    assert h["version"] == 2 and h["stages"][0]["reserved"] == 1  # stage layout 1: semi-sorted
+    doc, keys = golden_keys("golden_v2_semisort")
+    buckets = ref.semi_sorted_buckets(ref.tables(data)[0], doc["parameters"]["fingerprint_bits"])
+    assert len(buckets) == doc["bucket_count"]
+    assert all(b == sorted(b) for b in buckets)
+    assert sum(fp != 0 for b in buckets for fp in b) == doc["items"]
+    for key, k in keys:
+        if k["added"]:
+            assert k["fp"] in buckets[k["i1"]] or k["fp"] in buckets[k["i2"]], key
 
 
 def test_golden_int_and_bytes_keys_agree():

@@ -2,6 +2,7 @@
 
     python tests/data/make_golden.py xxh3    # golden_v1_xxh3.cuckoo, golden_v1_xxh3_keys.json
     python tests/data/make_golden.py xxh64   # golden_v1.cuckoo, golden_v1_keys.json (the first)
+    python tests/data/make_golden.py semisort  # golden_v2_semisort.*: version 2, semi-sorted buckets
 
 They are committed and must never be regenerated: tests/test_persistence.py checks that every
 later release still reads each golden file and gives the same answers and the same (i1, i2,
@@ -46,10 +47,16 @@ def encode(key: object) -> dict:
 
 
 def main(hash_algorithm: str) -> None:
-    # The first golden file (XXH64) was written before the hash_algorithm parameter existed.
-    params = PARAMS if hash_algorithm == "xxh64" else dict(PARAMS, hash_algorithm=hash_algorithm)
-    stem = "golden_v1" if hash_algorithm == "xxh64" else f"golden_v1_{hash_algorithm}"
-    f = cuckoo.Filter(**dict(params, hash_algorithm=hash_algorithm))
+    version = 1
+    if hash_algorithm == "semisort":  # format version 2: the same filter with semi-sorted buckets
+        params = dict(PARAMS, hash_algorithm="xxh3", semi_sort=True)
+        stem, version = "golden_v2_semisort", 2
+    elif hash_algorithm == "xxh64":
+        # The first golden file (XXH64) was written before the hash_algorithm parameter existed.
+        params, stem = PARAMS, "golden_v1"
+    else:
+        params, stem = dict(PARAMS, hash_algorithm=hash_algorithm), f"golden_v1_{hash_algorithm}"
+    f = cuckoo.Filter(**dict(params, hash_algorithm=params.get("hash_algorithm", "xxh64")))
     for key in PRESENT:
         f.add(key)
     keys = []
@@ -58,7 +65,7 @@ def main(hash_algorithm: str) -> None:
             i1, i2, fp = f.bucket_indices(key)
             keys.append(dict(encode(key), added=present, contains=key in f, i1=i1, i2=i2, fp=fp))
     doc = {
-        "format_version": 1,
+        "format_version": version,
         "file": f"{stem}.cuckoo",
         "parameters": params,
         "bucket_count": f.bucket_count,
