@@ -282,28 +282,32 @@ void register_filter(py::module_& m) {
     main_thread_ident = py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
 
     using cuckoo::Filter;
+    // The argument table is an RST literal block ("::" and indented), so that help() and the Sphinx
+    // site (docs/, warnings as errors) show the same text.
     FilterClass cls(m, "Filter", R"doc(
 A cuckoo filter: a compact set of keys that answers "maybe present" or "certainly absent".
 
-Filter(capacity, fpr=None, *, fingerprint_bits=None, bucket_size=4, max_kicks=500, seed=0,
-       growable=False, hash_algorithm="xxh3", semi_sort=False)
+Arguments::
 
-capacity          number of keys the filter is sized for (inserting more may fail)
-fpr               target false-positive rate at capacity (default 0.001); picks the
-                  fingerprint width f = ceil(log2(2 * bucket_size / fpr))
-fingerprint_bits  the fingerprint width f (4..32) instead of fpr
-bucket_size       slots per bucket: 2, 4 (default) or 8
-max_kicks         buckets the eviction search may visit before an insert gives up (0..65536)
-seed              seed of the key hash (0 .. 2**64 - 1; filters are reproducible), or None /
-                  "random" for a secret seed drawn from the OS (stored in the filter's files):
-                  use it for keys an adversary may choose
-growable          add stages of twice the capacity as the filter fills, instead of failing
-hash_algorithm    the key hash: "xxh3" (XXH3-64, default) or "xxh64" (XXH64, the only hash of
-                  releases before 0.2, which cannot read filters that use XXH3)
-semi_sort         semi-sorted buckets (bucket_size=4, f <= 16 only): each bucket kept sorted
-                  and the top 4 bits of its 4 fingerprints stored as one 12-bit code, 1 bit
-                  per slot less (same false-positive rate; sized to a higher load, 0.955);
-                  its files are format version 2, which older releases refuse
+    Filter(capacity, fpr=None, *, fingerprint_bits=None, bucket_size=4, max_kicks=500, seed=0,
+           growable=False, hash_algorithm="xxh3", semi_sort=False)
+
+    capacity          number of keys the filter is sized for (inserting more may fail)
+    fpr               target false-positive rate at capacity (default 0.001); picks the
+                      fingerprint width f = ceil(log2(2 * bucket_size / fpr))
+    fingerprint_bits  the fingerprint width f (4..32) instead of fpr
+    bucket_size       slots per bucket: 2, 4 (default) or 8
+    max_kicks         buckets the eviction search may visit before an insert gives up (0..65536)
+    seed              seed of the key hash (0 .. 2**64 - 1; filters are reproducible), or None /
+                      "random" for a secret seed drawn from the OS (stored in the filter's files):
+                      use it for keys an adversary may choose
+    growable          add stages of twice the capacity as the filter fills, instead of failing
+    hash_algorithm    the key hash: "xxh3" (XXH3-64, default) or "xxh64" (XXH64, the only hash of
+                      releases before 0.2, which cannot read filters that use XXH3)
+    semi_sort         semi-sorted buckets (bucket_size=4, f <= 16 only): each bucket kept sorted
+                      and the top 4 bits of its 4 fingerprints stored as one 12-bit code, 1 bit
+                      per slot less (same false-positive rate; sized to a higher load, 0.955);
+                      its files are format version 2, which older releases refuse
 
 Keys are int (64-bit, signed or unsigned), bytes, or str (hashed as UTF-8).
 )doc");
