@@ -55,3 +55,12 @@ def test_the_readme_compares_with_bloom_by_the_package_s_own_theory():
     crossover = _crossover_fpr(plain_bits)
     assert 0.0015 < crossover < 0.0025  # "the two meet at about 0.2%"
     assert "meet at about 0.2%" in text
+
+    def semi_sorted_bits(fpr):
+        f = theory.fingerprint_bits(fpr)
+        return theory.bits_per_item(f, theory.design_load(4, semi_sort=True), semi_sort=True)
+
+    assert f"{round(semi_sorted_bits(0.001), 1)} bits per key at 0.1%" in text
+    assert f"and {round(semi_sorted_bits(0.01), 1)} at 1%" in text
+    assert 0.017 < _crossover_fpr(semi_sorted_bits) < 0.019  # "at most rates below about 1.8%"
+    assert "Bloom filter at most rates below about 1.8%" in text
