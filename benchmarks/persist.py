@@ -20,6 +20,12 @@ process that measures:
 A last fresh process maps the file and reports its resident memory after 0, 10^2, 10^3, 10^4 and
 10^5 lookups: private memory stays flat, file-backed pages grow with the pages lookups touch.
 
+Streams (issue 22): in fresh processes holding the filter in memory (load without mmap), the
+peak RSS of save(path), save(file object) and to_bytes() above the peak before the call; and the
+peak RSS of load(file object) and load(path) above the filter's nbytes. A file object is written
+and read in chunks of at most 1 MiB: its save should peak a few MiB above the filter, to_bytes a
+whole copy above it.
+
 Ratios: open time relative to load(mmap=True); lookup time relative to the in-memory filter
 (load without mmap); peak RSS relative to the file size. The file was just written, so it is in
 the page cache: lookups on a cold cache would wait for the disk, opening would not.
@@ -118,6 +124,41 @@ def child_rss(path: str, keys_path: str) -> None:
     json.dump(rows, sys.stdout)
 
 
+STREAM_MODES = ["save(path)", "save(file)", "to_bytes()", "load(file)", "load(path)"]
+
+
+def child_stream(mode: str, path: str, out: str) -> None:
+    """Peak RSS (ru_maxrss) of one save or load, in a fresh process."""
+    import cuckoo
+
+    base = rss_peak_bytes()
+    if mode.startswith("save") or mode == "to_bytes()":
+        f = cuckoo.Filter.load(path)
+        before = rss_peak_bytes()
+        t0 = time.perf_counter()
+        if mode == "save(path)":
+            f.save(out)
+        elif mode == "save(file)":
+            with open(out, "wb") as fh:
+                f.save(fh)
+        else:
+            data = f.to_bytes()
+            assert len(data) == os.path.getsize(path)
+            del data
+        seconds = time.perf_counter() - t0
+    else:
+        before = base
+        t0 = time.perf_counter()
+        if mode == "load(file)":
+            with open(path, "rb") as fh:
+                f = cuckoo.Filter.load(fh)
+        else:
+            f = cuckoo.Filter.load(path)
+        seconds = time.perf_counter() - t0
+    json.dump(dict(mode=mode, base=base, before=before, peak=rss_peak_bytes(), nbytes=f.nbytes, seconds=seconds),
+              sys.stdout)
+
+
 def mib(n: float) -> str:
     return f"{n / 2**20:,.0f}"
 
@@ -165,6 +206,8 @@ def main() -> None:
     if args.child:
         if args.child[0] == "mmap-rss":
             child_rss(*args.child[1:])
+        elif args.child[0] in STREAM_MODES:
+            child_stream(*args.child)
         else:
             child(*args.child)
         return
@@ -182,6 +225,8 @@ def main() -> None:
         size = os.path.getsize(path)
         results = {mode: json.loads(run("--child", mode, path, keys_path)) for mode in MODES}
         rss_rows = json.loads(run("--child", "mmap-rss", path, keys_path))
+        out = os.path.join(tmp, "saved.cuckoo")
+        streams = [json.loads(run("--child", mode, path, out)) for mode in STREAM_MODES]
 
     base_open = results["mmap"]["open_s"]
     base_lookup = results["load"]["second_s"]
@@ -217,6 +262,17 @@ def main() -> None:
     print("file-backed pages grow faster than the pages lookups touch: a page fault also maps the neighbouring "
           "pages already in the page cache (Linux fault-around; with large page-cache folios, up to a folio of "
           "2 MiB per fault). They are the page cache's, shared by every process mapping the file.")
+
+    print(f"\nstreams: one fresh process per row; file {mib(size)} MiB; the filter's nbytes "
+          f"{mib(streams[0]['nbytes'])} MiB\n")
+    print(f"{'call':<12} {'s':>7} {'peak RSS MiB':>13} {'excess MiB':>11} {'/ nbytes':>9}")
+    for r in streams:
+        saving = r["mode"].startswith("save") or r["mode"] == "to_bytes()"
+        excess = r["peak"] - r["before"] if saving else r["peak"] - r["base"] - r["nbytes"]
+        print(f"{r['mode']:<12} {r['seconds']:>7.2f} {mib(r['peak']):>13} {excess / 2**20:>11.1f} "
+              f"{excess / r['nbytes']:>9.3f}")
+    print("excess: for save and to_bytes, the peak RSS of the call above the peak before it (the filter already "
+          "loaded); for load, the peak RSS above a fresh process's peak plus the filter's nbytes.")
 
 
 if __name__ == "__main__":

@@ -5,9 +5,11 @@
 #include <pybind11/pybind11.h>
 
 #include <cerrno>
+#include <cstring>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #if defined(_WIN32)
 #include <io.h>
@@ -145,6 +147,79 @@ void write_fd(const PyFilter& self, int fd) {
     }
 }
 
+// A file object's read() and write() are called with at most this many bytes at a time: what a
+// save or load of a file object holds in memory besides the filter.
+constexpr size_t kStreamChunk = size_t(1) << 20;
+
+// file.read as the source of cuckoo::format::StreamReader: each call asks for at most
+// kStreamChunk bytes and copies what it gets (a bytes object the reader owns, so the file
+// object never holds a view of the table's memory).
+struct FileRead {
+    py::handle read;
+
+    uint64_t operator()(unsigned char* dst, uint64_t n) const {
+        const size_t ask = static_cast<size_t>(n < kStreamChunk ? n : kStreamChunk);
+        if (PyErr_CheckSignals() != 0) throw py::error_already_set();  // Ctrl-C between chunks
+        py::object got = read(ask);
+        if (got.is_none())
+            throw py::type_error("read() returned None: a non-blocking stream with no data ready cannot be loaded");
+        if (PyUnicode_Check(got.ptr()))
+            throw py::type_error("read() returned str: open the file in binary mode ('rb')");
+        ByteSource src(got, "read");
+        if (src.size() > ask)
+            throw py::value_error("read(" + std::to_string(ask) + ") returned " + std::to_string(src.size()) + " bytes");
+        if (src.size()) std::memcpy(dst, src.data(), src.size());
+        return src.size();
+    }
+};
+
+// A filter read from a file object's read() in chunks of at most kStreamChunk bytes, each table
+// straight into the new filter's memory (no copy of the whole data): the header is checked before
+// anything it declares is allocated, nothing past the declared length is read, and every table
+// is verified (checksum, item count) as from_bytes does.
+std::unique_ptr<PyFilter> read_from(const py::handle& read) {
+    FileRead source{read};
+    fmt::StreamReader<FileRead> in(source);
+    std::vector<unsigned char> header;
+    const fmt::Header h = fmt::read_stream_header(in, header);
+    require_memory(h.file_length, "the filter data (by the size its header declares)");
+    std::vector<cuckoo::PackedTable> tables = fmt::read_stream_tables(in, h);
+    auto f = [&] {
+        // Safe without the GIL: the tables are this call's own, nobody else can see them yet.
+        py::gil_scoped_release nogil;
+        return fmt::from_stream_tables(h, std::move(tables));
+    }();
+    return std::make_unique<PyFilter>(std::move(f));
+}
+
+// Writes the serialized filter to a file object's write(), in bytes objects of at most
+// kStreamChunk bytes (copies: the file object may keep what it is given). Partial writes (a raw
+// file's write returning fewer bytes) are continued. Under the read lock, as write_fd: write()
+// must not change this filter.
+void write_to(const PyFilter& self, const py::handle& write) {
+    ReadLock lock(self);
+    if (!self.core.writable()) {  // see copy_of (filter_binding.cpp)
+        py::gil_scoped_release nogil;
+        fmt::check_item_counts(self.core);
+    }
+    fmt::write(self.core, [&](const unsigned char* p, size_t n) {
+        while (n > 0) {
+            const size_t chunk = n < kStreamChunk ? n : kStreamChunk;
+            py::object written = write(py::bytes(reinterpret_cast<const char*>(p), chunk));
+            size_t done = chunk;
+            if (PyLong_Check(written.ptr())) {  // None (or anything else): all of it, like io.BufferedWriter
+                const long long w = PyLong_AsLongLong(written.ptr());
+                if (w == -1 && PyErr_Occurred()) throw py::error_already_set();
+                if (w <= 0 || static_cast<unsigned long long>(w) > chunk)
+                    throw py::value_error("write() of " + std::to_string(chunk) + " bytes returned " + std::to_string(w));
+                done = static_cast<size_t>(w);
+            }
+            p += done;
+            n -= done;
+        }
+    });
+}
+
 }  // namespace
 
 void register_persistence(FilterClass& cls) {
@@ -160,6 +235,10 @@ void register_persistence(FilterClass& cls) {
                    "Internal (Filter.load of a pipe or device): the bytes the serialized filter starting with data "
                    "has, as far as data tells.");
     cls.def("_write_fd", &write_fd, py::arg("fd"), "Internal (Filter.save): write the serialized filter to fd.");
+    cls.def("_write_to", &write_to, py::arg("write"),
+            "Internal (Filter.save of a file object or URL): the serialized filter, passed to write() in chunks.");
+    cls.def_static("_read_from", &read_from, py::arg("read"),
+                   "Internal (Filter.load of a file object or URL): a filter read with read() in chunks.");
 }
 
 }  // namespace cuckoo_py

@@ -1,8 +1,12 @@
 """Saving, loading and pickling filters (the format is specified in docs/format.md).
 
-Installed onto :class:`cuckoo.Filter` by ``install``: ``Filter.save(path)``,
-``Filter.load(path, mmap=False, *, verify=False)`` and ``__reduce__`` (pickle). The bytes
-themselves come from the compiled core (``Filter.to_bytes`` / ``Filter.from_bytes``).
+Installed onto :class:`cuckoo.Filter` by ``install``: ``Filter.save(target)``,
+``Filter.load(source, mmap=False, *, verify=False)`` and ``__reduce__`` (pickle). The bytes
+themselves come from the compiled core (``Filter.to_bytes`` / ``Filter.from_bytes``, and for file
+objects ``_write_to`` / ``_read_from``, which stream in chunks of at most 1 MiB).
+
+A target or source is a local path, a binary file object (anything with ``write`` / ``read``),
+or, when fsspec is installed, a URL such as ``s3://bucket/f.cuckoo`` or ``memory://f.cuckoo``.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import errno
 import mmap as _mmap
 import os
+import re
 import secrets
 import stat
 from typing import Any, Callable, Optional, Tuple, Union
@@ -17,6 +22,33 @@ from typing import Any, Callable, Optional, Tuple, Union
 from . import _core
 
 PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
+
+# "scheme://...": a URL for fsspec (two letters at least, so that "C://x" stays a Windows path)
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
+
+
+def _is_url(target: Any) -> bool:
+    return isinstance(target, str) and _URL.match(target) is not None
+
+
+def _fsspec_open(url: str, mode: str) -> Any:
+    try:
+        import fsspec
+    except ImportError:
+        raise ImportError(
+            f"{url!r} is a URL: saving and loading URLs needs fsspec (pip install 'fastcuckoo[fsspec]', "
+            "plus the filesystem's package, e.g. s3fs for s3://)"
+        ) from None
+    return fsspec.open(url, mode)
+
+
+def _is_file_object(obj: Any, method: str) -> bool:
+    return not isinstance(obj, (str, bytes, os.PathLike)) and callable(getattr(obj, method, None))
+
+
+def _check_no_trailing_data(fh: Any, what: str) -> None:
+    if fh.read(1):
+        raise _core.FormatError(f"trailing data: {what} goes on after the length its header declares")
 
 
 def _restore(data: bytes) -> Any:
@@ -137,8 +169,17 @@ def _write_file(self: Any, fd: int, path: str) -> None:
     os.fsync(fd)
 
 
-def save(self: Any, path: PathLike) -> None:
-    """Write the filter to ``path`` atomically.
+def save(self: Any, path: Union[PathLike, Any]) -> None:
+    """Write the filter to ``path`` (atomically), to a binary file object, or to a URL.
+
+    A file object (anything with ``write``, e.g. ``open(..., "wb")``, ``io.BytesIO``, a socket's
+    file, a pipe) gets the bytes of ``to_bytes()`` through ``write`` in chunks of at most 1 MiB, so
+    memory stays bounded; it is flushed, not closed, and nothing is written before or after. A
+    URL (``"s3://bucket/f.cuckoo"``, ``"memory://f.cuckoo"``; any ``scheme://``) is opened with
+    fsspec (``fastcuckoo[fsspec]``) and written the same way; object stores make the object
+    visible when it is complete. ``write`` must not change this filter.
+
+    A local path:
 
     The bytes (``to_bytes()``, streamed from the table without a second copy in memory) go to a
     temporary file in the same directory, which is flushed to disk (fsync) and then renamed over
@@ -153,6 +194,16 @@ def save(self: Any, path: PathLike) -> None:
     instant, the temporary file's name carries the process id, and the next save to the same path
     removes temporaries whose process is gone.
     """
+    if _is_file_object(path, "write"):
+        self._write_to(path.write)
+        flush = getattr(path, "flush", None)
+        if callable(flush):
+            flush()
+        return
+    if _is_url(path):
+        with _fsspec_open(path, "wb") as fh:
+            self._write_to(fh.write)
+        return
     path = _save_target(os.fsdecode(os.fspath(path)))
     _remove_stale(path)
     tmp = _temp_path(path)
@@ -185,8 +236,16 @@ def save(self: Any, path: PathLike) -> None:
     _fsync_directory(os.path.dirname(os.path.abspath(path)))
 
 
-def load(cls: Any, path: PathLike, mmap: bool = False, *, verify: bool = False) -> Any:
-    """Read a filter written by ``save`` (or ``to_bytes``) from ``path``.
+def load(cls: Any, path: Union[PathLike, Any], mmap: bool = False, *, verify: bool = False) -> Any:
+    """Read a filter written by ``save`` (or ``to_bytes``) from ``path``, a binary file object or
+    a URL.
+
+    A file object (anything with ``read``) is read in chunks of at most 1 MiB, each table straight
+    into the new filter's memory; the header is checked before anything it declares is allocated,
+    and every table is verified (checksum, item count). Reading stops at the length the header
+    declares, so the stream may hold more after the filter (read the next thing from there). A URL
+    (``"s3://..."``, ``"memory://..."``) is opened with fsspec and read the same way; bytes after
+    the filter are an error there, as in a file. ``mmap=True`` needs a local path.
 
     ``mmap=False`` (default): the table is copied into memory and every byte is verified (header
     checksum, table checksum, item count); the result is an ordinary, writable filter.
@@ -208,6 +267,18 @@ def load(cls: Any, path: PathLike, mmap: bool = False, *, verify: bool = False) 
         raise TypeError(f"mmap must be a bool, not {type(mmap).__name__}")
     if not isinstance(verify, bool):
         raise TypeError(f"verify must be a bool, not {type(verify).__name__}")
+    streamed = _is_file_object(path, "read") or _is_url(path)
+    if streamed and mmap:
+        what = "a URL" if _is_url(path) else "a file object"
+        raise ValueError(f"mmap=True needs a local file path, not {what}: load it without mmap "
+                         "(the table is then read into memory)")
+    if _is_file_object(path, "read"):
+        return cls._read_from(path.read)
+    if _is_url(path):
+        with _fsspec_open(path, "rb") as fh:
+            f = cls._read_from(fh.read)
+            _check_no_trailing_data(fh, path)
+        return f
     with open(os.fspath(path), "rb") as fh:
         st = os.fstat(fh.fileno())
         mapped = None

@@ -581,5 +581,100 @@ inline StagedFilter view_bytes(const unsigned char* data, size_t size, bool veri
     return StagedFilter(std::move(stages), (h.flags & kFlagGrowable) != 0);
 }
 
+// ---- reading a stream ----------------------------------------------------------------------
+//
+// For sources read front to back in bounded steps (a file object, a pipe, an object store):
+// read(dst, n) copies up to n bytes of the source into dst and returns how many, 0 only at its
+// end. The header is read and checked first (exactly as bytes_needed asks: 64 bytes, then the
+// header length, nothing trusted before it is checked); then each table is read straight into
+// the new filter's memory and every gap byte checked zero. Nothing is read past the file length
+// the header declares, so a stream may go on after the filter. The tables are verified
+// (checksum, item count) by from_stream_tables, which needs no source (a caller may run it
+// without locks the reads need).
+template <class Read>
+class StreamReader {
+public:
+    explicit StreamReader(Read& read) : read_(read) {}
+
+    // Fills dst[0, n); returns how many bytes the source had (< n only at its end).
+    uint64_t some(unsigned char* dst, uint64_t n) {
+        uint64_t done = 0;
+        while (done < n) {
+            const uint64_t got = read_(dst + done, n - done);
+            if (got == 0) break;
+            if (got > n - done) fail("the source returned more bytes than were asked for");
+            done += got;
+        }
+        at_ += done;
+        return done;
+    }
+    void exactly(unsigned char* dst, uint64_t n, uint64_t file_length) {
+        const uint64_t start = at_;
+        if (some(dst, n) != n)
+            fail("truncated: the data ends after " + std::to_string(at_) + " bytes, the header says " +
+                 std::to_string(file_length) + " (reading bytes " + std::to_string(start) + ".." +
+                 std::to_string(start + n) + ")");
+    }
+    uint64_t position() const { return at_; }
+
+private:
+    Read& read_;
+    uint64_t at_ = 0;
+};
+
+// The header of a stream, checked (parse_header on the header alone); `bytes` receives its bytes.
+template <class Read>
+Header read_stream_header(StreamReader<Read>& in, std::vector<unsigned char>& bytes) {
+    bytes.assign(kFixedHeaderBytes, 0);
+    const uint64_t got = in.some(bytes.data(), kFixedHeaderBytes);
+    if (got == 0) fail("truncated: no data (0 bytes)");
+    uint64_t need = bytes_needed(bytes.data(), static_cast<size_t>(got));  // the magic, at least
+    if (got < kFixedHeaderBytes)
+        fail("truncated: " + std::to_string(got) + " bytes, shorter than the " + std::to_string(kFixedHeaderBytes) +
+             "-byte fixed header");
+    if (need > kFixedHeaderBytes) {  // the header length, checked by bytes_needed (<= 4,168 bytes)
+        bytes.resize(static_cast<size_t>(need));
+        const uint64_t more = in.some(bytes.data() + kFixedHeaderBytes, need - kFixedHeaderBytes);
+        if (more < need - kFixedHeaderBytes)
+            fail("truncated: the header is " + std::to_string(need) + " bytes, only " +
+                 std::to_string(kFixedHeaderBytes + more) + " are present");
+    }
+    return parse_header(bytes.data(), bytes.size(), false);
+}
+
+// The tables of a stream whose header `h` was just read, each straight into its own memory;
+// the gaps are checked zero. Not yet verified: see from_stream_tables.
+template <class Read>
+std::vector<PackedTable> read_stream_tables(StreamReader<Read>& in, const Header& h) {
+    std::vector<PackedTable> tables;
+    unsigned char gap[kSectionAlignment + kTablePadding];
+    auto read_gap = [&](uint64_t n, const char* where) {  // < 64 + kTablePadding bytes: tiny
+        const uint64_t from = in.position();
+        in.exactly(gap, n, h.file_length);
+        for (uint64_t i = 0; i < n; ++i)
+            if (gap[i] != 0)
+                fail(std::string("corrupt data: byte ") + std::to_string(from + i) + " (" + where +
+                     ") must be zero, it is " + std::to_string(gap[i]));
+    };
+    for (const StageInfo& s : h.stages) {
+        read_gap(s.table_offset - in.position(), "padding before a table");
+        PackedTable table(s.bucket_count, s.bucket_size, s.fingerprint_bits);
+        in.exactly(table.mutable_data(), s.table_length, h.file_length);
+        read_gap(end_after_table(s.table_offset, s.table_length) - in.position(), "padding after a table");
+        tables.push_back(std::move(table));
+    }
+    return tables;
+}
+
+// The filter of a stream's header and tables, every table verified (checksum, item count).
+inline StagedFilter from_stream_tables(const Header& h, std::vector<PackedTable> tables) {
+    std::vector<Filter> stages;
+    for (uint32_t i = 0; i < h.stages.size(); ++i) {
+        stages.push_back(detail::build(h, std::move(tables[i]), h.stages[i]));
+        verify_table(stages.back(), h.stages[i], i);
+    }
+    return StagedFilter(std::move(stages), (h.flags & kFlagGrowable) != 0);
+}
+
 }  // namespace format
 }  // namespace cuckoo
