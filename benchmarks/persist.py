@@ -133,7 +133,8 @@ def child_stream(mode: str, path: str, out: str) -> None:
 
     base = rss_peak_bytes()
     if mode.startswith("save") or mode == "to_bytes()":
-        f = cuckoo.Filter.load(path)
+        with open(path, "rb") as fh:  # load(path) would peak at twice the filter (mapping + copy)
+            f = cuckoo.Filter.load(fh)
         before = rss_peak_bytes()
         t0 = time.perf_counter()
         if mode == "save(path)":
