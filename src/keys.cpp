@@ -468,11 +468,16 @@ KeyBatch batch_of_spans(const cuckoo::KeyHasher& f, uint64_t n, KeyForm form, Ke
     }
     b.kind = BufferKind::Hashes;
     b.hashes.resize(n);
-    for (uint64_t k = 0; k < n; ++k) {
-        const unsigned char* p;
-        uint64_t len;
-        key_at(k, p, len);
-        b.hashes[k] = f.hash_key(p, static_cast<size_t>(len));
+    {
+        // Safe without the GIL: reads only the producer's buffers, which the caller keeps alive
+        // (the capsule owning them), and writes only b.hashes.
+        py::gil_scoped_release nogil;
+        for (uint64_t k = 0; k < n; ++k) {
+            const unsigned char* p;
+            uint64_t len;
+            key_at(k, p, len);
+            b.hashes[k] = f.hash_key(p, static_cast<size_t>(len));
+        }
     }
     b.size = n;
     return b;
