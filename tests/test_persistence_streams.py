@@ -28,13 +28,25 @@ def make_filter(keys, growable=False, **kw):
     return f
 
 
-filters = st.builds(
-    make_filter,
-    st.lists(st.one_of(st.integers(0, 2**64 - 1), st.binary(max_size=20), st.text(max_size=20)), max_size=300),
-    growable=st.booleans(),
-    fingerprint_bits=st.sampled_from([8, 12, 16, 32]),
-    bucket_size=st.sampled_from([2, 4, 8]),
-    seed=st.integers(0, 2**64 - 1),
+any_keys = st.lists(st.one_of(st.integers(0, 2**64 - 1), st.binary(max_size=20), st.text(max_size=20)), max_size=300)
+filters = st.one_of(
+    st.builds(
+        make_filter,
+        any_keys,
+        growable=st.booleans(),
+        fingerprint_bits=st.sampled_from([8, 12, 16, 32]),
+        bucket_size=st.sampled_from([2, 4, 8]),
+        seed=st.integers(0, 2**64 - 1),
+    ),
+    # semi-sorted stages (format version 2): b = 4, f <= 16
+    st.builds(
+        make_filter,
+        any_keys,
+        growable=st.booleans(),
+        fingerprint_bits=st.sampled_from([5, 8, 13, 16]),
+        semi_sort=st.just(True),
+        seed=st.integers(0, 2**64 - 1),
+    ),
 )
 
 
@@ -164,9 +176,10 @@ def test_any_changed_byte_is_detected(f, data):
 
 
 @pytest.mark.parametrize("growable", [False, True])
-def test_every_byte_and_every_cut_of_a_small_filter(growable):
+@pytest.mark.parametrize("semi_sort", [False, True])
+def test_every_byte_and_every_cut_of_a_small_filter(growable, semi_sort):
     # exhaustive on a small filter: header, padding and table bytes, and every truncation
-    f = make_filter([1, 2, b"x", "y"], growable=growable, fingerprint_bits=8)
+    f = make_filter([1, 2, b"x", "y"], growable=growable, fingerprint_bits=8, semi_sort=semi_sort)
     if growable:
         f.update(range(100))  # two stages at least
     raw = f.to_bytes()

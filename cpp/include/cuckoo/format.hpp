@@ -658,7 +658,7 @@ std::vector<PackedTable> read_stream_tables(StreamReader<Read>& in, const Header
     };
     for (const StageInfo& s : h.stages) {
         read_gap(s.table_offset - in.position(), "padding before a table");
-        PackedTable table(s.bucket_count, s.bucket_size, s.fingerprint_bits);
+        PackedTable table(s.bucket_count, s.bucket_size, s.fingerprint_bits, s.semi_sorted);
         in.exactly(table.mutable_data(), s.table_length, h.file_length);
         read_gap(end_after_table(s.table_offset, s.table_length) - in.position(), "padding after a table");
         tables.push_back(std::move(table));
