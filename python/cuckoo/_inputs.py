@@ -7,6 +7,10 @@ the object as Python keys), else a list of parts, each either a NumPy array (int
 It raises TypeError for a column whose type is not a key type (floats, booleans, dates, ...) and
 for containers that are not one column (DataFrame, Table), and ValueError for nulls: the caller
 converts every part before changing anything, so the filter stays unchanged.
+
+Other Arrow producers (Polars, DuckDB, nanoarrow, arro3, ...: anything with ``__arrow_c_stream__``
+or ``__arrow_c_array__``) get ``None`` here and are read by the binding through the Arrow C data
+interface (src/keys.cpp), without pyarrow, under the same rules for nulls and non-key types.
 """
 
 from __future__ import annotations
