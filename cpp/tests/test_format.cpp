@@ -4,7 +4,9 @@
 // must be rejected with cuckoo::FormatError by the verifying readers; nothing else may escape.
 #include "cuckoo/format.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <memory>
 #include <random>
@@ -67,6 +69,30 @@ int read_view(const std::vector<unsigned char>& v, bool verify) {
     }
 }
 
+// Through the stream reader, at most `chunk` bytes a read (1: byte by byte). 0: rejected with
+// FormatError; 1: accepted.
+int read_stream(const std::vector<unsigned char>& v, const cuckoo::StagedFilter* expect, uint64_t chunk) {
+    Exact e(v);
+    size_t at = 0;
+    auto read = [&](unsigned char* dst, uint64_t n) -> uint64_t {
+        const uint64_t k = std::min<uint64_t>(std::min<uint64_t>(n, chunk), e.size - at);
+        if (k) std::memcpy(dst, e.data.get() + at, static_cast<size_t>(k));
+        at += static_cast<size_t>(k);
+        return k;
+    };
+    try {
+        cuckoo::format::StreamReader<decltype(read)> in(read);
+        std::vector<unsigned char> header;
+        const cuckoo::format::Header h = cuckoo::format::read_stream_header(in, header);
+        cuckoo::StagedFilter g = cuckoo::format::from_stream_tables(h, cuckoo::format::read_stream_tables(in, h));
+        check(in.position() == h.file_length && at == h.file_length, "the stream reader stops at the declared length");
+        if (expect) check(g == *expect, "accepted stream differs");
+        return 1;
+    } catch (const cuckoo::FormatError&) {
+        return 0;
+    }
+}
+
 }  // namespace
 
 int main() {
@@ -86,6 +112,7 @@ int main() {
         check(bytes.size() % 64 == 0, "size is a multiple of 64");
         check(read_copy(bytes, &flt) == 1, "round trip (copy)");
         check(read_view(bytes, true) == 1 && read_view(bytes, false) == 1, "round trip (view)");
+        check(read_stream(bytes, &flt, 1) == 1 && read_stream(bytes, &flt, 1 << 20) == 1, "round trip (stream)");
         for (const cuckoo::Filter& st : flt.stages())
             check(cuckoo::format::count_nonzero_slots(st.table()) == st.count_occupied(), "count");
         std::vector<unsigned char> sunk;
@@ -117,6 +144,11 @@ int main() {
         check(read_copy(bad, same ? &flt : nullptr) == (same ? 1 : 0), "copy reader accepts exactly the unchanged bytes", round);
         check(read_view(bad, true) == (same ? 1 : 0), "verifying view accepts exactly the unchanged bytes", round);
         accepted_views += read_view(bad, false);
+        // A stream is read to the length its header declares and no further: bytes appended to
+        // an unchanged filter are not its business.
+        const bool starts_unchanged = bad.size() >= good.size() && std::equal(good.begin(), good.end(), bad.begin());
+        check(read_stream(bad, starts_unchanged ? &flt : nullptr, 1 + rng() % 300) == (starts_unchanged ? 1 : 0),
+              "stream reader accepts exactly the bytes that start with the unchanged ones", round);
     }
     std::printf("%ld cases, %ld accepted by the non-verifying view (table changes), %d failures\n", cases,
                 accepted_views, failures);
