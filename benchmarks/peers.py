@@ -1,0 +1,261 @@
+"""cuckoo.Filter against Python membership peers, measured side by side in one run.
+
+    pip install ".[bench]"                       # the peers: rbloom, fastbloom-rs, pybloomfiltermmap3, pyprobables
+    python benchmarks/peers.py                   # 10^6 keys, 5 rounds, bytes / str / int keys (~3 minutes)
+    python benchmarks/peers.py --keys 1e5 --rounds 3 --types bytes
+
+Keys are like b"user-%016x" (bytes), the same text as str, and 63-bit ints; every filter is sized
+for --keys keys at fpr 0.001. Lookups ask --keys keys of which half are present, in random order.
+
+Operations (each a Python loop over a list of keys, or one bulk call, as a user writes it):
+  add        `add = f.add; for k in keys: add(k)` into an empty filter
+  in         `for k in queries: k in f`
+  add_unique, discard, count   cuckoo's other scalar calls (discard: every present key once)
+  bulk add   one call on the list: add_many / update / add_*_batch
+  bulk in    one call on the list: contains_many / contains_*_batch (set: map(s.__contains__))
+  numpy add / numpy in   cuckoo's bulk calls on a NumPy array (S for bytes, U for str, uint64 for int)
+
+Every measurement takes turns with the others in each of --rounds rounds (a shared machine's
+speed drifts within seconds), and the table shows min / median ns per key over the rounds, and
+the ratios of the minimum to rbloom's (scalar writes against rbloom's add, scalar reads against
+its `in`, bulk adds against its update) and to `set`'s same operation. A peer that is not
+installed is left out with a note. pyprobables is pure Python: it runs on the first --slow-keys
+keys only (its figures are still per key).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib
+import statistics
+import sys
+import time
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+import cuckoo
+
+FPR = 0.001
+
+# (operation, baseline operation of rbloom it is compared with)
+SCALAR_WRITES = ("add", "add_unique", "discard")
+SCALAR_READS = ("in", "count")
+OPERATIONS = ("add", "add_unique", "discard", "in", "count", "bulk add", "bulk in", "numpy add", "numpy in")
+RBLOOM_BASELINE = {"add": "add", "add_unique": "add", "discard": "add", "in": "in", "count": "in",
+                   "bulk add": "bulk add", "bulk in": "in", "numpy add": "bulk add", "numpy in": "in"}
+
+
+def optional(module: str):
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        return None
+
+
+def make_keys(n: int, kind: str, rng: np.random.Generator) -> Tuple[list, list, np.ndarray, np.ndarray]:
+    """(present, queries, present as an array, queries as an array): n distinct keys to insert and
+    n queries, half of them present, shuffled."""
+    values = np.unique(rng.integers(0, 2**63, size=2 * n + n // 8, dtype=np.int64))[: 2 * n]
+    rng.shuffle(values)
+    order = rng.permutation(n)
+    query_values = np.concatenate([values[: n // 2], values[n : n + (n - n // 2)]])[order]
+    if kind == "int":
+        present = [int(v) for v in values[:n]]
+        queries = [int(v) for v in query_values]
+        return present, queries, values[:n].astype(np.uint64), query_values.astype(np.uint64)
+    as_bytes = lambda vs: [b"user-%016x" % int(v) for v in vs]  # noqa: E731
+    present, queries = as_bytes(values[:n]), as_bytes(query_values)
+    if kind == "str":
+        present = [k.decode() for k in present]
+        queries = [k.decode() for k in queries]
+        return present, queries, np.array(present, dtype="U21"), np.array(queries, dtype="U21")
+    return present, queries, np.array(present, dtype="S21"), np.array(queries, dtype="S21")
+
+
+class Impl:
+    """One structure under test: how to build it empty, and a runner per operation it supports.
+    A runner takes the prepared object and returns the number of keys it handled."""
+
+    def __init__(self, name: str, new: Callable[[], object], ops: Dict[str, Callable[[object], int]],
+                 prepare: Optional[Dict[str, Callable[[], object]]] = None, limit: Optional[int] = None):
+        self.name, self.new, self.ops, self.prepare, self.limit = name, new, ops, prepare or {}, limit
+
+
+def scalar_loop(method_name: str, keys: list) -> Callable[[object], int]:
+    def run(obj: object) -> int:
+        method = getattr(obj, method_name)
+        for k in keys:
+            method(k)
+        return len(keys)
+    return run
+
+
+def in_loop(keys: list) -> Callable[[object], int]:
+    def run(obj: object) -> int:
+        for k in keys:
+            k in obj  # noqa: B015 - the lookup is the measured work
+        return len(keys)
+    return run
+
+
+def impls_for(kind: str, n: int, present: list, queries: list, present_arr: np.ndarray, query_arr: np.ndarray,
+              slow_keys: int, notes: List[str]) -> List[Impl]:
+    out: List[Impl] = []
+
+    def filled(new: Callable[[], object], fill: Callable[[object], object]) -> Callable[[], object]:
+        obj = new()
+        fill(obj)
+        return lambda: obj
+
+    # cuckoo
+    new_filter = lambda: cuckoo.Filter(n, FPR)  # noqa: E731
+    full_filter = filled(new_filter, lambda f: f.add_many(present_arr))
+    out.append(Impl("cuckoo", new_filter, {
+        "add": scalar_loop("add", present),
+        "add_unique": scalar_loop("add_unique", present),
+        "discard": scalar_loop("discard", present),
+        "in": in_loop(queries),
+        "count": scalar_loop("count", queries),
+        "bulk add": lambda f: f.add_many(present),
+        "bulk in": lambda f: len(f.contains_many(queries)),
+        "numpy add": lambda f: f.add_many(present_arr),
+        "numpy in": lambda f: len(f.contains_many(query_arr)),
+    }, prepare={"discard": lambda: full_filter().copy(), "in": full_filter, "count": full_filter,
+                "bulk in": full_filter, "numpy in": full_filter}))
+
+    # set
+    full_set = filled(set, lambda s: s.update(present))
+    out.append(Impl("set", set, {
+        "add": scalar_loop("add", present),
+        "discard": scalar_loop("discard", present),
+        "in": in_loop(queries),
+        "bulk add": lambda s: (s.update(present), len(present))[1],
+        "bulk in": lambda s: len(list(map(s.__contains__, queries))),
+    }, prepare={"discard": lambda: set(full_set()), "in": full_set, "bulk in": full_set}))
+
+    rbloom = optional("rbloom")
+    if rbloom is None:
+        notes.append("rbloom is not installed (pip install rbloom): no rbloom ratios")
+    else:
+        new = lambda: rbloom.Bloom(n, FPR)  # noqa: E731
+        full = filled(new, lambda b: b.update(present))
+        out.append(Impl("rbloom", new, {
+            "add": scalar_loop("add", present),
+            "in": in_loop(queries),
+            "bulk add": lambda b: (b.update(present), len(present))[1],
+        }, prepare={"in": full}))
+
+    fastbloom = optional("fastbloom_rs")
+    if fastbloom is None:
+        notes.append("fastbloom-rs is not installed (pip install fastbloom-rs)")
+    else:
+        new = lambda: fastbloom.FilterBuilder(n, FPR).build_bloom_filter()  # noqa: E731
+        typed = {"bytes": "bytes", "str": "str", "int": "int"}[kind]
+        add_batch, contains_batch = "add_%s_batch" % typed, "contains_%s_batch" % typed
+        full = filled(new, lambda b: getattr(b, add_batch)(present))
+        out.append(Impl("fastbloom-rs", new, {
+            "add": scalar_loop("add_%s" % typed, present),
+            "in": scalar_loop("contains_%s" % typed, queries),
+            "bulk add": lambda b: (getattr(b, add_batch)(present), len(present))[1],
+            "bulk in": lambda b: len(getattr(b, contains_batch)(queries)),
+        }, prepare={"in": full, "bulk in": full}))
+
+    pybloomfilter = optional("pybloomfilter")
+    if pybloomfilter is None:
+        notes.append("pybloomfiltermmap3 is not installed (pip install pybloomfiltermmap3)")
+    else:
+        new = lambda: pybloomfilter.BloomFilter(n, FPR)  # noqa: E731
+        full = filled(new, lambda b: b.update(present))
+        out.append(Impl("pybloomfiltermmap3", new, {
+            "add": scalar_loop("add", present),
+            "in": in_loop(queries),
+            "bulk add": lambda b: (b.update(present), len(present))[1],
+        }, prepare={"in": full}))
+
+    probables = optional("probables")
+    if probables is None:
+        notes.append("pyprobables is not installed (pip install pyprobables)")
+    elif kind == "int":
+        notes.append("pyprobables takes str and bytes keys only: no int row")
+    else:
+        few_present, few_queries = present[:slow_keys], queries[:slow_keys]
+        new = lambda: probables.BloomFilter(est_elements=n, false_positive_rate=FPR)  # noqa: E731
+        full = filled(new, lambda b: [b.add(k) for k in present])
+        out.append(Impl("pyprobables", new, {
+            "add": scalar_loop("add", few_present),
+            "in": scalar_loop("check", few_queries),
+        }, prepare={"in": full}, limit=slow_keys))
+    return out
+
+
+def measure(run: Callable[[object], int], obj: object) -> float:
+    """ns per key of one run, with the garbage collector held off."""
+    gc.collect()
+    gc.disable()
+    try:
+        t0 = time.perf_counter_ns()
+        count = run(obj)
+        elapsed = time.perf_counter_ns() - t0
+    finally:
+        gc.enable()
+    return elapsed / max(count, 1)
+
+
+def bench_kind(kind: str, n: int, rounds: int, slow_keys: int, seed: int) -> Tuple[Dict[Tuple[str, str], List[float]], List[str]]:
+    rng = np.random.default_rng(seed)
+    present, queries, present_arr, query_arr = make_keys(n, kind, rng)
+    notes: List[str] = []
+    impls = impls_for(kind, n, present, queries, present_arr, query_arr, slow_keys, notes)
+    times: Dict[Tuple[str, str], List[float]] = {}
+    for _ in range(rounds):
+        for op in OPERATIONS:
+            for impl in impls:  # neighbours in time: the ratios compare these
+                if op not in impl.ops:
+                    continue
+                obj = impl.prepare[op]() if op in impl.prepare else impl.new()
+                times.setdefault((impl.name, op), []).append(measure(impl.ops[op], obj))
+                del obj
+    return times, notes
+
+
+def ratio(a: Optional[float], b: Optional[float]) -> str:
+    return "-" if a is None or b is None else "%.2fx" % (a / b)
+
+
+def report(kind: str, n: int, times: Dict[Tuple[str, str], List[float]], notes: Sequence[str]) -> None:
+    best = {key: min(v) for key, v in times.items()}
+    print(f"\n{kind} keys, n = {n:,}, fpr {FPR}; ns per key, min / median over {len(next(iter(times.values())))} rounds")
+    print(f"{'operation':<11} {'structure':<19} {'min':>8} {'median':>8} {'x rbloom':>9} {'x set':>7}")
+    for op in OPERATIONS:
+        for (name, o), ts in times.items():
+            if o != op:
+                continue
+            rb = best.get(("rbloom", RBLOOM_BASELINE[op]))
+            st = best.get(("set", op if op in ("add", "discard", "in", "bulk add", "bulk in") else
+                           ("add" if op == "add_unique" else "in")))
+            print(f"{op:<11} {name:<19} {min(ts):8.1f} {statistics.median(ts):8.1f} {ratio(min(ts), rb):>9} "
+                  f"{ratio(min(ts), st):>7}")
+    for note in notes:
+        print("note:", note)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--keys", type=float, default=1e6, help="keys inserted (and queried); default 10^6")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--types", default="bytes,str,int", help="comma-separated key types: bytes, str, int")
+    ap.add_argument("--slow-keys", type=float, default=1e5, help="keys a pure-Python peer runs on")
+    ap.add_argument("--seed", type=int, default=12345)
+    args = ap.parse_args(argv)
+    n = int(args.keys)
+    print(f"cuckoo {getattr(cuckoo, '__version__', '?')}, Python {sys.version.split()[0]}")
+    for kind in args.types.split(","):
+        times, notes = bench_kind(kind.strip(), n, args.rounds, int(args.slow_keys), args.seed)
+        report(kind.strip(), n, times, notes)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
