@@ -109,6 +109,14 @@ def impls_for(kind: str, n: int, present: list, queries: list, present_arr: np.n
         fill(obj)
         return lambda: obj
 
+    def set_like(name: str, new: Callable[[], object]) -> Impl:
+        """A peer with a set's add / in / update."""
+        return Impl(name, new, {
+            "add": scalar_loop("add", present),
+            "in": in_loop(queries),
+            "bulk add": lambda b: (b.update(present), len(present))[1],
+        }, prepare={"in": filled(new, lambda b: b.update(present))})
+
     # cuckoo
     new_filter = lambda: cuckoo.Filter(n, FPR)  # noqa: E731
     full_filter = filled(new_filter, lambda f: f.add_many(present_arr))
@@ -139,13 +147,7 @@ def impls_for(kind: str, n: int, present: list, queries: list, present_arr: np.n
     if rbloom is None:
         notes.append("rbloom is not installed (pip install rbloom): no rbloom ratios")
     else:
-        new = lambda: rbloom.Bloom(n, FPR)  # noqa: E731
-        full = filled(new, lambda b: b.update(present))
-        out.append(Impl("rbloom", new, {
-            "add": scalar_loop("add", present),
-            "in": in_loop(queries),
-            "bulk add": lambda b: (b.update(present), len(present))[1],
-        }, prepare={"in": full}))
+        out.append(set_like("rbloom", lambda: rbloom.Bloom(n, FPR)))
 
     fastbloom = optional("fastbloom_rs")
     if fastbloom is None:
@@ -166,13 +168,7 @@ def impls_for(kind: str, n: int, present: list, queries: list, present_arr: np.n
     if pybloomfilter is None:
         notes.append("pybloomfiltermmap3 is not installed (pip install pybloomfiltermmap3)")
     else:
-        new = lambda: pybloomfilter.BloomFilter(n, FPR)  # noqa: E731
-        full = filled(new, lambda b: b.update(present))
-        out.append(Impl("pybloomfiltermmap3", new, {
-            "add": scalar_loop("add", present),
-            "in": in_loop(queries),
-            "bulk add": lambda b: (b.update(present), len(present))[1],
-        }, prepare={"in": full}))
+        out.append(set_like("pybloomfiltermmap3", lambda: pybloomfilter.BloomFilter(n, FPR)))
 
     probables = optional("probables")
     if probables is None:
