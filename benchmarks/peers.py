@@ -56,7 +56,8 @@ def optional(module: str):
 
 def make_keys(n: int, kind: str, rng: np.random.Generator) -> Tuple[list, list, np.ndarray, np.ndarray]:
     """(present, queries, present as an array, queries as an array): n distinct keys to insert and
-    n queries, half of them present, shuffled."""
+    n queries, half of them present, shuffled. The queries are objects of their own (equal to the
+    inserted ones for present keys), made in query order, as keys read from input are."""
     values = np.unique(rng.integers(0, 2**63, size=2 * n + n // 8, dtype=np.int64))[: 2 * n]
     rng.shuffle(values)
     order = rng.permutation(n)
@@ -199,14 +200,15 @@ def measure(run: Callable[[object], int], obj: object) -> float:
     return elapsed / max(count, 1)
 
 
-def bench_kind(kind: str, n: int, rounds: int, slow_keys: int, seed: int) -> Tuple[Dict[Tuple[str, str], List[float]], List[str]]:
+def bench_kind(kind: str, n: int, rounds: int, slow_keys: int, seed: int,
+               operations: Sequence[str] = OPERATIONS) -> Tuple[Dict[Tuple[str, str], List[float]], List[str]]:
     rng = np.random.default_rng(seed)
     present, queries, present_arr, query_arr = make_keys(n, kind, rng)
     notes: List[str] = []
     impls = impls_for(kind, n, present, queries, present_arr, query_arr, slow_keys, notes)
     times: Dict[Tuple[str, str], List[float]] = {}
     for _ in range(rounds):
-        for op in OPERATIONS:
+        for op in operations:
             for impl in impls:  # neighbours in time: the ratios compare these
                 if op not in impl.ops:
                     continue
@@ -243,12 +245,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--types", default="bytes,str,int", help="comma-separated key types: bytes, str, int")
     ap.add_argument("--slow-keys", type=float, default=1e5, help="keys a pure-Python peer runs on")
+    ap.add_argument("--ops", default=",".join(OPERATIONS), help="comma-separated operations (default: all)")
     ap.add_argument("--seed", type=int, default=12345)
     args = ap.parse_args(argv)
     n = int(args.keys)
     print(f"cuckoo {getattr(cuckoo, '__version__', '?')}, Python {sys.version.split()[0]}")
     for kind in args.types.split(","):
-        times, notes = bench_kind(kind.strip(), n, args.rounds, int(args.slow_keys), args.seed)
+        ops = [op.strip() for op in args.ops.split(",")]
+        unknown = sorted(set(ops) - set(OPERATIONS))
+        if unknown:
+            ap.error("unknown operations: %s (known: %s)" % (", ".join(unknown), ", ".join(OPERATIONS)))
+        times, notes = bench_kind(kind.strip(), n, args.rounds, int(args.slow_keys), args.seed, ops)
         report(kind.strip(), n, times, notes)
     return 0
 

@@ -237,7 +237,15 @@ py::object merge_op(const py::handle& self, const py::handle& other, cuckoo::Mer
     return py::cast(std::move(result));
 }
 
-// ---- scalar calls ----
+// The whole-table comparison of == and != (seconds for filters of 10^7 keys), without the GIL.
+bool equal(const PyFilter& a, const PyFilter& b) {
+    if (&a == &b) return true;
+    ReadLockPair locks(a, b);
+    py::gil_scoped_release nogil;  // safe: reads only the two tables, under their read locks
+    return a.core == b.core;
+}
+
+}  // namespace
 
 [[noreturn]] void raise_full(const cuckoo::StagedFilter& f) {
     const auto why = failure_text(f);
@@ -251,32 +259,6 @@ PyFilter* filter_of(PyObject* self) {
     }
     return static_cast<PyFilter*>(reinterpret_cast<py::detail::instance*>(self)->get_value_and_holder().value_ptr());
 }
-
-// The whole-table comparison of == and != (seconds for filters of 10^7 keys), without the GIL.
-bool equal(const PyFilter& a, const PyFilter& b) {
-    if (&a == &b) return true;
-    ReadLockPair locks(a, b);
-    py::gil_scoped_release nogil;  // safe: reads only the two tables, under their read locks
-    return a.core == b.core;
-}
-
-// `key in f` straight from the type's sq_contains slot, bypassing pybind11's generic dispatch:
-// the scalar lookup is the hottest Python-level call.
-int contains_slot(PyObject* self, PyObject* key) {
-    PyFilter* f = filter_of(self);
-    if (!f) return -1;
-    uint64_t h;
-    if (!hash_object(f->hasher, key, h)) return -1;
-    try {
-        ReadLock lock(*f);
-        return f->core.contains_hash(h) ? 1 : 0;
-    } catch (...) {
-        PyErr_SetString(PyExc_RuntimeError, "cuckoo: unexpected error in __contains__");
-        return -1;
-    }
-}
-
-}  // namespace
 
 void register_filter(py::module_& m) {
     main_thread_ident = py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
@@ -316,42 +298,7 @@ Keys are int (64-bit, signed or unsigned), bytes, or str (hashed as UTF-8).
             py::arg("max_kicks") = kDefaultMaxKicks, py::arg("seed") = 0, py::arg("growable") = false,
             py::arg("hash_algorithm") = "xxh3", py::arg("semi_sort") = false);
 
-    // scalar operations
-    cls.def("add", [](PyFilter& self, const py::handle& key) {
-        const uint64_t h = hash_key_or_throw(self.hasher, key);
-        WriteLock lock(self);
-        if (!self.core.insert_hash(h)) raise_full(self.core);
-    }, py::arg("key"), "Add key (a multiset: adding twice stores it twice). Raises FilterFullError if no room is found; the filter is then unchanged.");
-    cls.def("add_unique", [](PyFilter& self, const py::handle& key) {
-        const uint64_t h = hash_key_or_throw(self.hasher, key);
-        WriteLock lock(self);
-        bool was_new = false;
-        if (!self.core.insert_unique_hash(h, was_new)) raise_full(self.core);
-        return was_new;
-    }, py::arg("key"), "Add key unless it is (maybe) present. Returns True if it was added. A false positive makes it return False for a new key.");
-    cls.def("discard", [](PyFilter& self, const py::handle& key) {
-        const uint64_t h = hash_key_or_throw(self.hasher, key);
-        WriteLock lock(self);
-        return self.core.erase_hash(h);
-    }, py::arg("key"), "Remove one copy of key if present; returns whether one was removed. Only remove keys that were added: removing an absent key that is a false positive deletes another key's fingerprint. In a grown filter, a key whose fingerprint shows in two stages is not removed (False): the stage holding its own copy cannot be told apart.");
-    cls.def("remove", [](PyFilter& self, const py::handle& key) {
-        const uint64_t h = hash_key_or_throw(self.hasher, key);
-        WriteLock lock(self);
-        if (!self.core.erase_hash(h)) {
-            PyErr_SetObject(PyExc_KeyError, key.ptr());  // like set.remove: the key itself
-            throw py::error_already_set();
-        }
-    }, py::arg("key"), "Remove one copy of key; raises KeyError if it is absent.");
-    cls.def("__contains__", [](const PyFilter& self, const py::handle& key) {
-        const uint64_t h = hash_key_or_throw(self.hasher, key);
-        ReadLock lock(self);
-        return self.core.contains_hash(h);
-    }, py::arg("key"));
-    cls.def("count", [](const PyFilter& self, const py::handle& key) {
-        const uint64_t h = hash_key_or_throw(self.hasher, key);
-        ReadLock lock(self);
-        return self.core.count_hash(h);
-    }, py::arg("key"), "Copies of key's fingerprint in its two buckets: at least the times key was added and not removed.");
+    register_scalar_calls(cls);  // add, add_unique, discard, remove, count, __contains__, `in`
     cls.def("__len__", [](const PyFilter& self) { ReadLock lock(self); return self.core.size(); });
     cls.def("clear", [](PyFilter& self) {
         WriteLock lock(self);
@@ -498,13 +445,6 @@ Keys are int (64-bit, signed or unsigned), bytes, or str (hashed as UTF-8).
     cls.def_property_readonly("fpr_bound", [](const PyFilter& self) { ReadLock lock(self); return self.core.fpr_bound(); },
                               "Upper bound on the false-positive rate, at full load: about 2 b / 2^f.");
     cls.def_property_readonly("read_only", [](const PyFilter& self) { ReadLock lock(self); return !self.core.writable(); });
-
-    // `in` through a direct slot (see contains_slot). Set after __contains__ is defined, which
-    // stays for explicit calls and introspection.
-    auto* heap_type = reinterpret_cast<PyHeapTypeObject*>(cls.ptr());
-    heap_type->as_sequence.sq_contains = &contains_slot;
-    reinterpret_cast<PyTypeObject*>(cls.ptr())->tp_as_sequence = &heap_type->as_sequence;
-    PyType_Modified(reinterpret_cast<PyTypeObject*>(cls.ptr()));
 
     register_persistence(cls);
 

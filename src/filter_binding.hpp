@@ -140,8 +140,15 @@ private:
 
 using FilterClass = py::class_<PyFilter>;
 
+// The filter behind a Filter object; nullptr with a TypeError set for an object made by
+// Filter.__new__ without __init__.
+PyFilter* filter_of(PyObject* self);
+// Raises FilterFullError for a scalar insert that found no room (the filter is unchanged).
+[[noreturn]] void raise_full(const cuckoo::StagedFilter& f);
+
 // Creates cuckoo._core.Filter; the register_* functions below add one concern each.
 void register_filter(py::module_& m);
+void register_scalar_calls(FilterClass& cls);  // scalar_calls.cpp
 void register_persistence(FilterClass& cls);
 void register_store(py::module_& m);  // cuckoo._core._Store (store_binding.cpp)  // to_bytes, from_bytes, save/load support (format_binding.cpp)
 
