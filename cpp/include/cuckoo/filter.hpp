@@ -248,16 +248,20 @@ public:
         require_writable();
         full = false;
         const TableProbe probe = table_.probe();
-        return for_each_located(n, hash_at, should_stop, [&](uint64_t j, const LocatedBlock& b, unsigned x) {
-            const KeyHash k = b.key(x);
-            if (mode == InsertMode::Unique) {
-                const bool present = probe.contains(k.i1, k.fp) | probe.contains(k.i2, k.fp);
-                if (was_new) was_new[j] = !present;
-                if (present) return true;
-            }
-            if (insert_located(k)) return true;
-            full = true;
-            return false;
+        return probe.with_shape([&](auto shape) {
+            constexpr BucketShape Shape = decltype(shape)::value;
+            return for_each_located(n, hash_at, should_stop, [&](uint64_t j, const LocatedBlock& b, unsigned x) {
+                const KeyHash k = b.key(x);
+                if (mode == InsertMode::Unique) {
+                    const bool present = probe.either_contains<Shape>(b.bit1[x], b.bit2[x], probe.pattern_of(k.fp));
+                    if (was_new) was_new[j] = !present;
+                    if (present) return true;
+                }
+                // The common case without a call: a bucket with room, in the block's prefetched lines.
+                if (place_if_room<Shape>(probe, k, b.bit1[x], b.bit2[x]) || insert_located(k)) return true;
+                full = true;
+                return false;
+            });
         });
     }
     template <class HashAt, class Stop>
@@ -465,20 +469,42 @@ protected:
 
     bool insert_located(const KeyHash& k) {
         require_writable();
-        // Into the emptier of the two buckets ("two choices"): keeping buckets balanced makes
-        // evictions a third rarer and raises the load of the first failure (b = 4, f = 16: 96.3%
-        // instead of 95.9%). Ties go to i1.
         const TableProbe probe = table_.probe();
-        int slot1, slot2;
-        const unsigned free1 = probe.find_all(k.i1, 0, slot1);
-        const unsigned free2 = probe.find_all(k.i2, 0, slot2);
-        if (free1 | free2) {
-            if (free1 >= free2) return place(k.i1, static_cast<unsigned>(slot1), k.fp);
-            return place(k.i2, static_cast<unsigned>(slot2), k.fp);
-        }
-        if (evict_search(k)) return true;
+        const bool placed = probe.with_shape([&](auto shape) {
+            return place_if_room<decltype(shape)::value>(probe, k, probe.bit_of(k.i1), probe.bit_of(k.i2));
+        });
+        if (placed || evict_search(k)) return true;
         ++stats_.failed_inserts;
         return false;
+    }
+
+    // Places k in a bucket with room, if either has some; false if both are full. Into the
+    // emptier of the two buckets ("two choices"): keeping buckets balanced makes evictions a third
+    // rarer and raises the load of the first failure (b = 4, f = 16: 96.3% instead of 95.9%).
+    // Ties go to i1; the first empty slot of the bucket is used. The one placement rule of scalar
+    // and batch inserts (bulk == scalar); one-word buckets are read with one load each and no
+    // loop, which is what a batch insert into a filter with room mostly costs.
+    template <BucketShape Shape>
+    bool place_if_room(const TableProbe& probe, const KeyHash& k, uint64_t bit1, uint64_t bit2) {
+        int slot1, slot2;
+        unsigned free1, free2;
+        if constexpr (Shape == BucketShape::MultiWord) {
+            free1 = probe.find_all(k.i1, 0, slot1);
+            free2 = probe.find_all(k.i2, 0, slot2);
+        } else {
+            // Lanes of the bucket that are 0 (empty); the next bucket's bits above it in the word
+            // are outside lane_high (see bucket_word).
+            const uint64_t empty1 = probe.zero_lanes(probe.bucket_word<Shape>(bit1));
+            const uint64_t empty2 = probe.zero_lanes(probe.bucket_word<Shape>(bit2));
+            if ((empty1 | empty2) == 0) return false;
+            free1 = static_cast<unsigned>(popcount64(empty1));
+            free2 = static_cast<unsigned>(popcount64(empty2));
+            slot1 = empty1 ? static_cast<int>((ctz64(empty1) * probe.lane_div) >> 16) : -1;
+            slot2 = empty2 ? static_cast<int>((ctz64(empty2) * probe.lane_div) >> 16) : -1;
+        }
+        if ((free1 | free2) == 0) return false;
+        if (free1 >= free2) return place(k.i1, static_cast<unsigned>(slot1), k.fp);
+        return place(k.i2, static_cast<unsigned>(slot2), k.fp);
     }
 
     bool place(uint64_t bucket, unsigned slot, uint32_t fp) {
