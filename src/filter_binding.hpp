@@ -33,6 +33,7 @@ struct PyFilter {
     mutable std::shared_mutex mutex;
     mutable std::mutex writer_gate;              // see ReadLock
     mutable std::atomic<int> waiting_writers{0};
+    mutable std::atomic<int> lock_holders{0};    // see alone_with_gil
     // What a read-only table view points into (an mmap object), kept alive with the filter.
     py::object backing;
 };
@@ -86,47 +87,79 @@ namespace cuckoo_py {
 // holding one filter and queued behind a writer of the other is then never waited for by that
 // writer's readers.
 //
-// Any object with the three members `mutex`, `writer_gate` and `waiting_writers` of PyFilter can
-// be locked this way (the store's Python object is another).
+// Every holder also counts itself in `lock_holders` (from just after it has the lock to just
+// before it lets go), for alone_with_gil.
+//
+// Any object with the four members `mutex`, `writer_gate`, `waiting_writers` and `lock_holders`
+// of PyFilter can be locked this way (the store's Python object is another).
 class ReadLock {
 public:
     template <class Guarded>
-    explicit ReadLock(const Guarded& f) : mutex_(f.mutex) {
-        if (f.waiting_writers.load(std::memory_order_acquire) == 0 && mutex_.try_lock_shared()) return;
-        py::gil_scoped_release nogil;
-        if (f.waiting_writers.load(std::memory_order_acquire) != 0) {
-            std::lock_guard<std::mutex> queue_behind_writer(f.writer_gate);
+    explicit ReadLock(const Guarded& f) : mutex_(f.mutex), holders_(f.lock_holders) {
+        if (f.waiting_writers.load(std::memory_order_acquire) != 0 || !mutex_.try_lock_shared()) {
+            py::gil_scoped_release nogil;
+            if (f.waiting_writers.load(std::memory_order_acquire) != 0) {
+                std::lock_guard<std::mutex> queue_behind_writer(f.writer_gate);
+            }
+            mutex_.lock_shared();
         }
-        mutex_.lock_shared();
+        holders_.fetch_add(1, std::memory_order_acq_rel);
     }
-    ~ReadLock() { mutex_.unlock_shared(); }
+    ~ReadLock() {
+        holders_.fetch_sub(1, std::memory_order_release);
+        mutex_.unlock_shared();
+    }
     ReadLock(const ReadLock&) = delete;
     ReadLock& operator=(const ReadLock&) = delete;
 
 private:
     std::shared_mutex& mutex_;
+    std::atomic<int>& holders_;
 };
 
 class WriteLock {
 public:
     template <class Guarded>
-    explicit WriteLock(const Guarded& f) : mutex_(f.mutex) {
-        if (mutex_.try_lock()) return;
-        f.waiting_writers.fetch_add(1, std::memory_order_acq_rel);
-        {
-            py::gil_scoped_release nogil;
-            std::lock_guard<std::mutex> gate(f.writer_gate);
-            mutex_.lock();
+    explicit WriteLock(const Guarded& f) : mutex_(f.mutex), holders_(f.lock_holders) {
+        if (!mutex_.try_lock()) {
+            f.waiting_writers.fetch_add(1, std::memory_order_acq_rel);
+            {
+                py::gil_scoped_release nogil;
+                std::lock_guard<std::mutex> gate(f.writer_gate);
+                mutex_.lock();
+            }
+            f.waiting_writers.fetch_sub(1, std::memory_order_acq_rel);
         }
-        f.waiting_writers.fetch_sub(1, std::memory_order_acq_rel);
+        holders_.fetch_add(1, std::memory_order_acq_rel);
     }
-    ~WriteLock() { mutex_.unlock(); }
+    ~WriteLock() {
+        holders_.fetch_sub(1, std::memory_order_release);
+        mutex_.unlock();
+    }
     WriteLock(const WriteLock&) = delete;
     WriteLock& operator=(const WriteLock&) = delete;
 
 private:
     std::shared_mutex& mutex_;
+    std::atomic<int>& holders_;
 };
+
+// Whether the calling thread, which holds the GIL, may use the object without its lock until it
+// next releases the GIL: true when no thread holds the lock. A thread that takes the lock after
+// this check (it waits for it without the GIL) cannot touch the object before it has the GIL
+// back: every lock guard returns holding the GIL, and a holder releases the GIL only after its
+// constructor counted it. So a short call that runs no Python code and never releases the GIL
+// between this check and its last use of the object (a scalar add or lookup) needs no lock.
+// Without a GIL (free-threaded CPython) this never holds.
+template <class Guarded>
+bool alone_with_gil(const Guarded& f) {
+#ifdef Py_GIL_DISABLED
+    (void)f;
+    return false;
+#else
+    return f.lock_holders.load(std::memory_order_acquire) == 0;
+#endif
+}
 
 // Read locks on two distinct filters, taken in address order (see ReadLock).
 class ReadLockPair {

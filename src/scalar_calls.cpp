@@ -9,7 +9,8 @@
 //
 // One template does what the calls share, in this order: the uninitialised-object check (as
 // BuiltOnlyCaster does for pybind11 methods), the one argument (positional or `key=`), hashing,
-// the lock (shared for reads, exclusive for writes, as the pybind11 methods take it), and C++
+// the lock (none while no other thread is inside the filter, else shared for reads and exclusive
+// for writes, as the pybind11 methods take it), and C++
 // exceptions turned into Python ones by the module's translators (ReadOnlyError, ...). Each call
 // is a small struct saying which lock it needs and what it does with the key's hash. The GIL
 // stays held: one key's work is far shorter than releasing and re-taking it.
@@ -98,6 +99,9 @@ PyObject* call_with_key(PyObject* self, PyObject* key) {
     uint64_t h;
     if (!hash_object(f->hasher, key, h)) return nullptr;
     try {
+        // No other thread inside the filter: no lock needed (see alone_with_gil; Op::run touches
+        // the filter only before it creates any Python object).
+        if (alone_with_gil(*f)) return Op::run(*f, h, key);
         if constexpr (Op::writes) {
             WriteLock lock(*f);
             return Op::run(*f, h, key);

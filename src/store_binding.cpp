@@ -33,6 +33,7 @@ struct PyStore {
     mutable std::shared_mutex mutex;
     mutable std::mutex writer_gate;
     mutable std::atomic<int> waiting_writers{0};
+    mutable std::atomic<int> lock_holders{0};
 
     cuckoo::Store& open() const {
         if (!core) throw py::value_error("I/O operation on a closed store");
