@@ -16,7 +16,7 @@ Operations (each a Python loop over a list of keys, or one bulk call, as a user 
   numpy add / numpy in   cuckoo's bulk calls on a NumPy array (S for bytes, U for str, uint64 for int)
 
 Every measurement takes turns with the others in each of --rounds rounds (a shared machine's
-speed drifts within seconds), and the table shows min / median ns per key over the rounds, and
+speed drifts within seconds), each on new key objects (see renew), and the table shows min / median ns per key over the rounds, and
 the ratios of the minimum to rbloom's (scalar writes against rbloom's add, scalar reads against
 its `in`, bulk adds against its update) and to `set`'s same operation. A peer that is not
 installed is left out with a note. pyprobables is pure Python: it runs on the first --slow-keys
@@ -99,6 +99,17 @@ def in_loop(keys: list) -> Callable[[object], int]:
             k in obj  # noqa: B015 - the lookup is the measured work
         return len(keys)
     return run
+
+
+def renew(keys: list, kind: str) -> None:
+    """Replaces every bytes/str key of `keys` (in place: the runners hold the list) by a new, equal
+    object. A str or bytes object caches its hash() once computed; a peer or a set keyed by hash()
+    would otherwise find it cached from the previous round (or from filling a structure), which
+    keys read from input never have. (cuckoo does not use hash(): its hashes are stable.)"""
+    if kind == "bytes":
+        keys[:] = [bytes(bytearray(k)) for k in keys]
+    elif kind == "str":
+        keys[:] = [k.encode().decode() for k in keys]
 
 
 def impls_for(kind: str, n: int, present: list, queries: list, present_arr: np.ndarray, query_arr: np.ndarray,
@@ -213,6 +224,8 @@ def bench_kind(kind: str, n: int, rounds: int, slow_keys: int, seed: int,
                 if op not in impl.ops:
                     continue
                 obj = impl.prepare[op]() if op in impl.prepare else impl.new()
+                renew(present, kind)
+                renew(queries, kind)
                 times.setdefault((impl.name, op), []).append(measure(impl.ops[op], obj))
                 del obj
     return times, notes
