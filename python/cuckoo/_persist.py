@@ -36,7 +36,7 @@ def _fsspec_open(url: str, mode: str) -> Any:
         import fsspec
     except ImportError:
         raise ImportError(
-            f"{url!r} is a URL: saving and loading URLs needs fsspec (pip install 'fastcuckoo[fsspec]', "
+            f"{url!r} is a URL: saving and loading URLs needs fsspec (pip install fsspec, "
             "plus the filesystem's package, e.g. s3fs for s3://)"
         ) from None
     return fsspec.open(url, mode)
@@ -176,7 +176,7 @@ def save(self: Any, path: Union[PathLike, Any]) -> None:
     file, a pipe) gets the bytes of ``to_bytes()`` through ``write`` in chunks of at most 1 MiB, so
     memory stays bounded; it is flushed, not closed, and nothing is written before or after. A
     URL (``"s3://bucket/f.cuckoo"``, ``"memory://f.cuckoo"``; any ``scheme://``) is opened with
-    fsspec (``fastcuckoo[fsspec]``) and written the same way; object stores make the object
+    fsspec (``pip install fsspec``) and written the same way; object stores make the object
     visible when it is complete. ``write`` must not change this filter.
 
     A local path:
