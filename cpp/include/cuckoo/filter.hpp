@@ -223,17 +223,26 @@ public:
     // for_each_located), so many cache misses are in flight at once. Results equal the scalar
     // operations applied to the keys one by one in order. `should_stop()` is polled between
     // blocks (signal checks); a batch that stops returns how many keys it completed.
+    // Semi-sorted tables take the keys through BlockKeys (see there: compile time).
     template <class HashAt, class Out, class Stop>
     uint64_t contains_batch(uint64_t n, HashAt&& hash_at, Out* out, Stop&& should_stop) const {
         const TableProbe probe = table_.probe();
-        return probe.with_shape([&](auto shape) {
+        if (probe.shape() == BucketShape::SemiSorted) {
+            BlockKeys keys(hash_at);
+            return contains_loop<BucketShape::SemiSorted>(probe, n, keys, out, should_stop);
+        }
+        return probe.with_plain_shape([&](auto shape) {
             return contains_loop<decltype(shape)::value>(probe, n, hash_at, out, should_stop);
         });
     }
     template <class HashAt, class Out, class Stop>
     uint64_t count_batch(uint64_t n, HashAt&& hash_at, Out* out, Stop&& should_stop) const {
         const TableProbe probe = table_.probe();
-        return probe.with_shape([&](auto shape) {
+        if (probe.shape() == BucketShape::SemiSorted) {
+            BlockKeys keys(hash_at);
+            return count_loop<BucketShape::SemiSorted>(probe, n, keys, out, should_stop);
+        }
+        return probe.with_plain_shape([&](auto shape) {
             return count_loop<decltype(shape)::value>(probe, n, hash_at, out, should_stop);
         });
     }

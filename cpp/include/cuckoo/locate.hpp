@@ -216,6 +216,30 @@ void hash_keys(Keys& keys, uint64_t start, unsigned len, uint64_t* out) {
     detail::hash_keys_impl(keys, start, len, out, 0);
 }
 
+// Any key source behind one type: a block of hashes through a function pointer. Loops that are
+// instantiated for a rarely used table layout (semi-sorted buckets) take their keys this way, so
+// that they are compiled once per output type instead of once per key layout (the binding has a
+// dozen); the cost is one indirect call per block of kBatchBlock keys.
+class BlockKeys {
+public:
+    template <class Keys>
+    explicit BlockKeys(Keys& keys)
+        : keys_(&keys), hash_block_([](const void* k, uint64_t start, unsigned len, uint64_t* out) {
+              // Keys is the source's own type, const or not: the cast restores what was erased.
+              hash_keys(*static_cast<Keys*>(const_cast<void*>(k)), start, len, out);
+          }) {}
+    uint64_t operator()(uint64_t k) const {
+        uint64_t h;
+        hash_block_(keys_, k, 1, &h);
+        return h;
+    }
+    void hash_block(uint64_t start, unsigned len, uint64_t* out) const { hash_block_(keys_, start, len, out); }
+
+private:
+    const void* keys_;
+    void (*hash_block_)(const void*, uint64_t, unsigned, uint64_t*);
+};
+
 // The keys of `keys` from `offset` on, as a key source (keeps hash_block when there is one).
 template <class Keys>
 struct OffsetKeys {

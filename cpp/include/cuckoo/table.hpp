@@ -281,11 +281,16 @@ struct TableProbe {
     // bucket shape, chosen once (per batch, not per bucket).
     template <class Fn>
     auto with_shape(Fn&& fn) const {
+        if (semi.lanes) return fn(std::integral_constant<BucketShape, BucketShape::SemiSorted>{});
+        return with_plain_shape(fn);
+    }
+    // with_shape for plain tables (semi-sorted ones are the caller's business).
+    template <class Fn>
+    auto with_plain_shape(Fn&& fn) const {
         switch (shape()) {
             case BucketShape::Aligned: return fn(std::integral_constant<BucketShape, BucketShape::Aligned>{});
             case BucketShape::OneLoad: return fn(std::integral_constant<BucketShape, BucketShape::OneLoad>{});
             case BucketShape::OneWord: return fn(std::integral_constant<BucketShape, BucketShape::OneWord>{});
-            case BucketShape::SemiSorted: return fn(std::integral_constant<BucketShape, BucketShape::SemiSorted>{});
             default: return fn(std::integral_constant<BucketShape, BucketShape::MultiWord>{});
         }
     }
