@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace {
@@ -93,6 +94,75 @@ int read_stream(const std::vector<unsigned char>& v, const cuckoo::StagedFilter*
     }
 }
 
+#ifdef CUCKOO_TEST_DATA
+// The golden filter files of tests/data (written on a little-endian machine by make_golden.py,
+// never regenerated) read the same here: in CI this runs under qemu-user on big-endian s390x and
+// on aarch64, where the portable (non-AVX2) paths run. A few keys of each *_keys.json, with the
+// (i1, i2, fingerprint) and answer recorded there: ints, a non-ASCII str, 100 bytes, an absent key.
+struct GoldenKey {
+    bool is_int;
+    uint64_t value;    // an int key
+    std::string text;  // a str key's UTF-8 or a bytes key
+    uint64_t i1, i2;
+    uint32_t fp;
+    bool contains;
+};
+
+std::vector<unsigned char> read_file(const std::string& path) {
+    std::vector<unsigned char> v;
+    FILE* in = std::fopen(path.c_str(), "rb");
+    check(in != nullptr, "golden file opens");
+    if (!in) return v;
+    int c;
+    while ((c = std::fgetc(in)) != EOF) v.push_back(static_cast<unsigned char>(c));
+    std::fclose(in);
+    return v;
+}
+
+void check_golden(const char* file, uint64_t seed, const std::vector<GoldenKey>& keys) {
+    const std::vector<unsigned char> bytes = read_file(std::string(CUCKOO_TEST_DATA) + "/" + file);
+    if (bytes.empty()) return;
+    try {
+        const cuckoo::StagedFilter g = cuckoo::format::from_bytes(bytes.data(), bytes.size());
+        check(g.size() == 68 && g.bucket_count() == 32 && g.first().fingerprint_bits() == 12, "golden parameters");
+        check(g.first().seed() == seed, "golden seed");
+        for (const GoldenKey& k : keys) {
+            const uint64_t h = k.is_int ? g.first().hash_int(k.value) : g.first().hash_key(k.text.data(), k.text.size());
+            const cuckoo::KeyHash at = g.first().locate(h);
+            check(at.i1 == k.i1 && at.i2 == k.i2 && at.fp == k.fp, "golden key's buckets and fingerprint", static_cast<long>(k.i1));
+            check(g.contains_hash(h) == k.contains, "golden key's answer", static_cast<long>(k.i1));
+        }
+        check(cuckoo::format::to_bytes(g) == bytes, "golden file written back byte for byte");
+    } catch (const cuckoo::FormatError& e) {
+        std::printf("FAIL: golden file %s: %s\n", file, e.what());
+        ++failures;
+    }
+}
+
+std::string hundred_bytes() {
+    std::string s;
+    for (int i = 0; i < 100; ++i) s += static_cast<char>(i);
+    return s;
+}
+
+void check_golden_files() {
+    const uint64_t seed = 0x9E3779B97F4A7C15ull;
+    const std::string cafe = "na\xc3\xafve caf\xc3\xa9";  // "naïve café" in UTF-8
+    check_golden("golden_v1.cuckoo", seed,
+                 {{true, ~0ull, "", 19, 15, 2738, true},
+                  {false, 0, cafe, 29, 11, 1057, true},
+                  {false, 0, hundred_bytes(), 23, 27, 954, true},
+                  {false, 0, "key-7", 8, 15, 3360, true},
+                  {false, 0, "absent-3", 6, 18, 3187, false}});
+    check_golden("golden_v1_xxh3.cuckoo", seed,
+                 {{true, ~0ull, "", 4, 5, 2222, true},
+                  {false, 0, cafe, 13, 20, 872, true},
+                  {false, 0, hundred_bytes(), 0, 22, 413, true},
+                  {false, 0, "key-7", 0, 30, 879, true},
+                  {false, 0, "absent-3", 7, 22, 3222, false}});
+}
+#endif
+
 }  // namespace
 
 int main() {
@@ -150,6 +220,9 @@ int main() {
         check(read_stream(bad, starts_unchanged ? &flt : nullptr, 1 + rng() % 300) == (starts_unchanged ? 1 : 0),
               "stream reader accepts exactly the bytes that start with the unchanged ones", round);
     }
+#ifdef CUCKOO_TEST_DATA
+    check_golden_files();
+#endif
     std::printf("%ld cases, %ld accepted by the non-verifying view (table changes), %d failures\n", cases,
                 accepted_views, failures);
     return failures == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
