@@ -13,9 +13,37 @@
 #include <type_traits>
 #include <vector>
 
-#include "cuckoo/store.hpp"
 #include "errors.hpp"
-#include "filter_binding.hpp"  // ReadLock / WriteLock
+#include "filter_binding.hpp"  // register_store, ReadLock / WriteLock
+
+namespace cuckoo_py {
+namespace {
+
+// cuckoo.StoreLockedError (CuckooError, OSError). Defined on every platform, so that the
+// package imports the same names everywhere.
+PyObject* add_store_locked_error(py::module_& m) {
+    py::tuple locked_bases = py::make_tuple(py::handle(error_types().base), py::handle(PyExc_OSError));
+    PyObject* locked = PyErr_NewExceptionWithDoc(
+        "cuckoo.StoreLockedError", "The store is open for writing elsewhere (one writer at a time).", locked_bases.ptr(),
+        nullptr);
+    if (!locked) throw py::error_already_set();
+    m.add_object("StoreLockedError", py::handle(locked));  // the module keeps the reference we borrow
+    return locked;
+}
+
+}  // namespace
+}  // namespace cuckoo_py
+
+#if defined(_WIN32)
+namespace cuckoo_py {
+// The store's log needs POSIX files (cpp/include/cuckoo/store_log.hpp: mmap, flock, fdatasync).
+// On Windows the module has no _Store and cuckoo.Store raises a clear error
+// (python/cuckoo/store.py); the filter works everywhere.
+void register_store(py::module_& m) { add_store_locked_error(m); }
+}  // namespace cuckoo_py
+#else
+
+#include "cuckoo/store.hpp"
 #include "keys.hpp"
 
 namespace cuckoo_py {
@@ -301,12 +329,7 @@ py::array_t<bool> apply_many(PyStore& self, cuckoo::Store::Op op, const std::vec
 }  // namespace
 
 void register_store(py::module_& m) {
-    py::tuple locked_bases = py::make_tuple(py::handle(error_types().base), py::handle(PyExc_OSError));
-    PyObject* locked = PyErr_NewExceptionWithDoc(
-        "cuckoo.StoreLockedError", "The store is open for writing elsewhere (one writer at a time).", locked_bases.ptr(),
-        nullptr);
-    if (!locked) throw py::error_already_set();
-    m.add_object("StoreLockedError", py::handle(locked));  // the module keeps the reference we borrow
+    PyObject* locked = add_store_locked_error(m);
     static PyObject* locked_type = locked;
     py::register_exception_translator([](std::exception_ptr p) {
         try {
@@ -567,3 +590,5 @@ void register_store(py::module_& m) {
 }
 
 }  // namespace cuckoo_py
+
+#endif  // !defined(_WIN32)

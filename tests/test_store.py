@@ -604,3 +604,14 @@ def test_keys_sharing_one_bucket_pair_at_every_size_are_all_kept(tmp_path):
         assert s.contains_many(kept).all() and not s.contains_many(keys[::3]).any()
         assert s.get_many(kept[:2]) == [s[int(kept[0])], s[int(kept[1])]]
         s.close()
+
+
+def test_store_without_its_compiled_part_says_why(monkeypatch):
+    # On Windows the extension has no _Store (the log needs POSIX files): cuckoo.Store must say
+    # so clearly instead of failing on a missing name; StoreLockedError still exists.
+    import cuckoo.store
+
+    monkeypatch.setattr(cuckoo.store, "_Store", None)
+    with pytest.raises(NotImplementedError, match="not available on Windows.*cuckoo.Filter works"):
+        cuckoo.Store()
+    assert issubclass(cuckoo.StoreLockedError, OSError)

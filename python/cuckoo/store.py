@@ -26,7 +26,10 @@ from typing import Any, Optional, Tuple, Union
 
 import numpy as np
 
-from ._core import _Store
+try:
+    from ._core import _Store
+except ImportError:  # Windows: the store's log needs POSIX files (mmap, flock, fdatasync)
+    _Store = None
 
 Key = Union[int, bytes, str]
 
@@ -52,6 +55,10 @@ class Store(MutableMapping):
 
     def __init__(self, path: Optional[Union[str, os.PathLike]] = None, *, readonly: bool = False,
                  seed: Optional[int] = None, tag_bits: int = 16) -> None:
+        if _Store is None:
+            raise NotImplementedError(
+                "cuckoo.Store is not available on Windows: its log needs POSIX file operations (mmap, "
+                "flock, fdatasync). cuckoo.Filter works on every platform.")
         if seed is None:
             seed = secrets.randbits(64)
         elif isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:

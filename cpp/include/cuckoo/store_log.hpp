@@ -25,6 +25,10 @@
 // still in the buffer are read from it.
 #pragma once
 
+#if defined(_WIN32)
+#error "cuckoo::Store (store_log.hpp) needs POSIX files (mmap, flock, fdatasync): it is not available on Windows"
+#endif
+
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/mman.h>

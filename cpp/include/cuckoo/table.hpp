@@ -19,6 +19,9 @@
 #include <stdexcept>
 #include <type_traits>
 #include <utility>
+#if defined(_WIN32)
+#include <malloc.h>  // _aligned_malloc
+#endif
 
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -116,9 +119,25 @@ private:
         }
 #endif
         const size_t rounded = (size + kTableAlignment - 1) / kTableAlignment * kTableAlignment;
-        data_ = static_cast<unsigned char*>(std::aligned_alloc(kTableAlignment, rounded));
+        data_ = static_cast<unsigned char*>(alloc_aligned(kTableAlignment, rounded));
         if (!data_) throw std::bad_alloc();
         std::memset(data_, 0, size);
+    }
+    // std::aligned_alloc is not in the Windows C runtimes (MSVC's, MinGW's): _aligned_malloc is,
+    // and its blocks need _aligned_free.
+    static void* alloc_aligned(size_t alignment, size_t size) {
+#if defined(_WIN32)
+        return _aligned_malloc(size, alignment);
+#else
+        return std::aligned_alloc(alignment, size);
+#endif
+    }
+    static void free_aligned(void* p) noexcept {
+#if defined(_WIN32)
+        _aligned_free(p);
+#else
+        std::free(p);
+#endif
     }
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     // Tables of 2 MiB and more: random bucket reads are TLB-bound (a 4 KiB page per bucket), and
@@ -150,7 +169,7 @@ private:
             if (mapped_) munmap(data_, mapped_);
             else
 #endif
-                std::free(data_);
+                free_aligned(data_);
         }
         data_ = nullptr;
         mapped_ = 0;
