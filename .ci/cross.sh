@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Portability of the core (called by .ci/run): cross-compiles the C++ tests with zig (the
+# `ziglang` PyPI package, a Clang with the C/C++ libraries of every target) and runs them:
+#   x86_64-linux-musl     Clang, run here (the AVX2 kernels, chosen at run time)
+#   aarch64-linux-musl    run under qemu-user: the portable (non-x86) paths
+#   s390x-linux-musl      run under qemu-user: big-endian, so the little-endian file formats and
+#                         the golden files of tests/data are read on a machine unlike this one
+#   aarch64-macos         compiled and linked
+#   x86_64-windows-gnu    compiled and linked; not test_store: the store is POSIX-only and not
+#                         available on Windows (cpp/include/cuckoo/store_log.hpp)
+# Usage: .ci/cross.sh [python]  (the interpreter that gets ziglang). -O1 and two jobs: the
+# compiles dominate (zig also builds each target's C++ library once, cached in ~/.cache/zig).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+py="${1:-python3}"
+"$py" -m pip install -q ziglang
+if ! command -v qemu-aarch64 >/dev/null || ! command -v qemu-s390x >/dev/null; then
+  apt-get update -qq && apt-get install -y -qq qemu-user >/dev/null
+fi
+out=build/cross
+rm -rf "$out" && mkdir -p "$out"
+all_tests="$(cd cpp/tests && ls test_*.cpp | sed "s/\.cpp$//")"
+
+compile() {  # compile TARGET TEST
+  local exe="$out/$2-$1"
+  case "$1" in *windows*) exe="$exe.exe" ;; esac
+  if "$py" -m ziglang c++ -target "$1" -std=c++17 -O1 -Icpp/include -DCUCKOO_TEST_DATA='"tests/data"' \
+       "cpp/tests/$2.cpp" -o "$exe" >"$out/$2-$1.log" 2>&1; then
+    echo "compiled $2 for $1"
+  else
+    echo "FAILED to compile $2 for $1:"; cat "$out/$2-$1.log"; return 1
+  fi
+}
+export -f compile
+export py out
+
+for target in x86_64-linux-musl aarch64-linux-musl s390x-linux-musl aarch64-macos x86_64-windows-gnu; do
+  for t in $all_tests; do
+    case "$target/$t" in *windows*/test_store) continue ;; esac
+    echo "$target $t"
+  done
+done | xargs -P 2 -L 1 bash -c 'compile "$@"' _
+
+# The tests read tests/data relative to the repository root (CUCKOO_TEST_DATA above).
+failed=0
+for t in $all_tests; do
+  for run in "x86_64-linux-musl" "aarch64-linux-musl qemu-aarch64" "s390x-linux-musl qemu-s390x"; do
+    set -- $run
+    if log=$(${2:-} "$out/$t-$1" 2>&1); then
+      echo "$t on $1: $(tail -n 1 <<<"$log")"
+    else
+      echo "$t on $1 FAILED:"; echo "$log"; failed=1
+    fi
+  done
+done
+[ "$failed" = 0 ]
+echo "cross-compiled C++ tests passed (x86_64 Clang, aarch64 and s390x under qemu-user)"

