@@ -15,7 +15,8 @@ cd "$(dirname "$0")/.."
 py="${1:-python3}"
 "$py" -m pip install -q ziglang
 if ! command -v qemu-aarch64 >/dev/null || ! command -v qemu-s390x >/dev/null; then
-  apt-get update -qq && apt-get install -y -qq qemu-user >/dev/null
+  sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"  # CI runs as root; a developer's machine may not
+  $sudo apt-get update -qq && $sudo apt-get install -y -qq qemu-user >/dev/null
 fi
 out=build/cross
 rm -rf "$out" && mkdir -p "$out"
