@@ -35,6 +35,37 @@ std::vector<uint64_t> random_keys(uint64_t n, cktest::Rng& rng) {
 
 std::string params(uint64_t m, unsigned f) { return "m=" + std::to_string(m) + " f=" + std::to_string(f); }
 
+#if CUCKOO_X86_DISPATCH
+// The AVX2 lookup kernel's two passes and the count kernel as for small and large tables, on
+// `keys` of the semi-sorted filter `fl`.
+struct KernelAnswers {
+    std::vector<uint8_t> one, two, counts_small, counts_large;
+};
+KernelAnswers run_kernels(const Filter& fl, const std::vector<uint64_t>& keys) {
+    const uint64_t n = keys.size();
+    IntKeys source{&fl, &keys};
+    auto never = [] { return false; };
+    using namespace cuckoo::kernels;
+    constexpr auto kShape = cuckoo::BucketShape::SemiSorted;
+    const cuckoo::TableProbe probe = fl.table().probe();
+    REQUIRE(probe.shape() == kShape);
+    // One more entry than keys, as a guard the kernels must not write.
+    KernelAnswers a{std::vector<uint8_t>(n + 1, 7), std::vector<uint8_t>(n + 1, 7), std::vector<uint8_t>(n + 1, 77),
+                    std::vector<uint8_t>(n + 1, 77)};
+    CHECK_EQ(lookup_one_pass_avx2<kShape>(fl.locator(), probe, n, source, a.one.data(), never), n);
+    CHECK_EQ(lookup_two_pass_avx2<kShape>(fl.locator(), probe, n, source, a.two.data(), never), n);
+    CHECK_EQ(count_batch_avx2<kShape>(fl.locator(), probe, fl.table_bytes(), n, source, a.counts_small.data(), never), n);
+    CHECK_EQ(count_batch_avx2<kShape>(fl.locator(), probe, cuckoo::kTwoPassMinBytes + 1, n, source,
+                                      a.counts_large.data(), never),
+             n);
+    CHECK_EQ(a.one[n], 7);
+    CHECK_EQ(a.two[n], 7);
+    CHECK_EQ(a.counts_small[n], 77);
+    CHECK_EQ(a.counts_large[n], 77);
+    return a;
+}
+#endif
+
 }  // namespace
 
 TEST_CASE(nibble_code_is_a_bijection_onto_0_3875) {
@@ -184,32 +215,67 @@ TEST_CASE(semi_sorted_kernels_equal_scalar) {
         Filter fl(m, 4, f, 500, 23, cuckoo::HashAlgorithm::xxh3, true);
         const std::vector<uint64_t> stored = random_keys(m * 4 * 9 / 10, rng);
         for (uint64_t k : stored) fl.insert_hash(fl.hash_int(k));
-        const cuckoo::TableProbe probe = fl.table().probe();
-        REQUIRE(probe.shape() == cuckoo::BucketShape::SemiSorted);
         for (uint64_t n : {0u, 1u, 31u, 33u, 97u, 1000u}) {
             std::vector<uint64_t> keys(n);
             for (uint64_t& k : keys) k = rng.below(2) ? stored[rng.below(stored.size())] : rng.next();
-            IntKeys source{&fl, &keys};
-            auto never = [] { return false; };
-            using namespace cuckoo::kernels;
-            constexpr auto kShape = cuckoo::BucketShape::SemiSorted;
-            std::vector<uint8_t> one(n + 1, 7), two(n + 1, 7), counts_small(n + 1, 77), counts_large(n + 1, 77);
-            CHECK_EQ(lookup_one_pass_avx2<kShape>(fl.locator(), probe, n, source, one.data(), never), n);
-            CHECK_EQ(lookup_two_pass_avx2<kShape>(fl.locator(), probe, n, source, two.data(), never), n);
-            CHECK_EQ(count_batch_avx2<kShape>(fl.locator(), probe, fl.table_bytes(), n, source, counts_small.data(), never), n);
-            CHECK_EQ(count_batch_avx2<kShape>(fl.locator(), probe, cuckoo::kTwoPassMinBytes + 1, n, source,
-                                              counts_large.data(), never),
-                     n);
+            const KernelAnswers a = run_kernels(fl, keys);
             for (uint64_t i = 0; i < n; ++i) {
                 const uint64_t h = fl.hash_int(keys[i]);
-                CHECK_EQ(one[i], uint8_t(fl.contains_hash(h)));
-                CHECK_EQ(two[i], uint8_t(fl.contains_hash(h)));
-                CHECK_EQ(counts_small[i], uint8_t(fl.count_hash(h)));
-                CHECK_EQ(counts_large[i], uint8_t(fl.count_hash(h)));
+                CHECK_EQ(a.one[i], uint8_t(fl.contains_hash(h)));
+                CHECK_EQ(a.two[i], uint8_t(fl.contains_hash(h)));
+                CHECK_EQ(a.counts_small[i], uint8_t(fl.count_hash(h)));
+                CHECK_EQ(a.counts_large[i], uint8_t(fl.count_hash(h)));
             }
-            CHECK_EQ(one[n], 7);
-            CHECK_EQ(two[n], 7);
-            CHECK_EQ(counts_small[n], 77);
+        }
+    }
+#endif
+}
+
+// The kernels compare the low f - 4 bits of the slots first and decode only buckets where some
+// slot's low bits match. Keys that get that far and then differ in the high nibble (or match an
+// empty slot's zero low bits) must come back absent, and keys present must be found: for every f,
+// queries made of such decoys and of stored keys, kernels against the scalar path.
+TEST_CASE(semi_sorted_kernels_low_bits_match_nibble_differs) {
+#if CUCKOO_X86_DISPATCH
+    if (!cuckoo::kernels::use_avx2()) return;
+    cktest::Rng rng(29);
+    for (unsigned f = cuckoo::semisort::kMinFingerprintBits + 1; f <= cuckoo::semisort::kMaxFingerprintBits; ++f) {
+        const uint64_t m = 1024;
+        cktest::context() = params(m, f);
+        Filter fl(m, 4, f, 500, 31, cuckoo::HashAlgorithm::xxh3, true);
+        std::vector<uint64_t> stored;  // the keys inserted (a failed insert stores nothing)
+        for (uint64_t k : random_keys(m * 4 * 9 / 10, rng))
+            if (fl.insert_hash(fl.hash_int(k))) stored.push_back(k);
+        const uint32_t low_mask = (uint32_t(1) << (f - 4)) - 1;
+        // A decoy: absent, and some slot of one of its buckets has its low bits.
+        auto is_decoy = [&](uint64_t key) {
+            const cuckoo::KeyHash k = fl.locate(fl.hash_int(key));
+            if (fl.contains_hash(fl.hash_int(key))) return false;
+            for (uint64_t bucket : {k.i1, k.i2})
+                for (unsigned slot = 0; slot < 4; ++slot)
+                    if ((fl.table().get(bucket, slot) & low_mask) == (k.fp & low_mask)) return true;
+            return false;
+        };
+        std::vector<uint64_t> keys;
+        uint64_t decoys = 0;
+        for (uint64_t tries = 0; decoys < 200 && tries < 2000000; ++tries) {
+            const uint64_t key = rng.next();
+            if (!is_decoy(key)) continue;
+            keys.push_back(key);
+            keys.push_back(stored[rng.below(stored.size())]);
+            ++decoys;
+        }
+        CHECK_EQ(decoys, 200u);
+        const uint64_t n = keys.size();
+        const KernelAnswers a = run_kernels(fl, keys);
+        for (uint64_t i = 0; i < n; ++i) {
+            const uint64_t h = fl.hash_int(keys[i]);
+            const uint8_t expected = i % 2 ? 1 : 0;  // decoys at even positions, stored keys at odd
+            CHECK_EQ(uint8_t(fl.contains_hash(h)), expected);
+            CHECK_EQ(a.one[i], expected);
+            CHECK_EQ(a.two[i], expected);
+            CHECK_EQ(a.counts_small[i], uint8_t(fl.count_hash(h)));
+            CHECK_EQ(a.counts_large[i], uint8_t(fl.count_hash(h)));
         }
     }
 #endif

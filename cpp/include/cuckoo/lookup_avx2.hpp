@@ -7,8 +7,8 @@
 // stays in vector registers: the bucket words of four keys come with one gather per bucket, the
 // zero-lane tests run on four lanes, and one movemask gives four results. Only tables whose
 // buckets are read as one 8-byte load go this way (BucketShape::Aligned and OneLoad: b*f + 7 <=
-// 64, which includes the default layouts; and semi-sorted buckets, decoded after the load); the
-// others keep the generic loop.
+// 64, which includes the default layouts; and semi-sorted buckets, compared in two steps, see
+// semi_candidates); the others keep the generic loop.
 //
 // Two ways through a batch, chosen by table size:
 // - cache-resident tables (up to kTwoPassMinBytes): per block of 32 keys, locate, then probe both
@@ -62,9 +62,10 @@ struct LookupConstants {
     __m128i f;
     __m256i mix1_lo, mix1_hi, mix2_lo, mix2_hi, ones_lo, ones_hi;
     __m256i lane_low, lane_high;
-    // Semi-sorted tables only (see bucket_words4).
-    const long long* semi_lanes;
-    __m256i semi_code, semi_low[4];
+    // Semi-sorted tables only (see semi_candidates): the low-bit lanes of a stored bucket, and
+    // the scalar probe that checks the candidates exactly.
+    __m256i semi_fp_low, semi_ones_lo, semi_ones_hi, semi_lanes_low, semi_lanes_high, semi_every;
+    TableProbe scalar;
 };
 
 __attribute__((target("avx2"))) inline LookupConstants lookup_constants(const Locator& loc, const TableProbe& probe) {
@@ -85,9 +86,13 @@ __attribute__((target("avx2"))) inline LookupConstants lookup_constants(const Lo
     c.ones_hi = splat(probe.lane_ones >> 32);
     c.lane_low = splat(probe.lane_low);
     c.lane_high = splat(probe.lane_high);
-    c.semi_lanes = reinterpret_cast<const long long*>(probe.semi.lanes);
-    c.semi_code = splat(semisort::kCodeSpace - 1);
-    for (unsigned l = 0; l < 4; ++l) c.semi_low[l] = splat(probe.semi.low_mask[l]);
+    c.semi_fp_low = splat(probe.semi.fp_low_mask);
+    c.semi_ones_lo = splat(probe.semi.low_ones & 0xFFFFFFFFull);
+    c.semi_ones_hi = splat(probe.semi.low_ones >> 32);
+    c.semi_lanes_low = splat(probe.semi.low_lanes_low);
+    c.semi_lanes_high = splat(probe.semi.low_lanes_high);
+    c.semi_every = splat(probe.semi.every_slot_low_matches ? ~uint64_t(0) : 0);
+    c.scalar = probe;
     return c;
 }
 
@@ -128,24 +133,13 @@ CUCKOO_AVX2 void locate4(const LookupConstants& c, __m256i h, __m256i& bit1, __m
 // bucket's first bit unless buckets are byte-aligned. Lanes outside `wanted` (all ones: read,
 // zero: skip) are not read at all and come back as 0.
 template <BucketShape Shape>
-CUCKOO_AVX2 __m256i bucket_words4(const LookupConstants& c, const unsigned char* data, __m256i bits, __m256i wanted) {
-    static_assert(lookup_kernel_reads(Shape), "the kernel reads one-load buckets only");
+CUCKOO_AVX2 __m256i bucket_words4(const unsigned char* data, __m256i bits, __m256i wanted) {
+    static_assert(lookup_kernel_reads(Shape) && Shape != BucketShape::SemiSorted,
+                  "the kernel reads one-load buckets only (semi-sorted ones: semi_candidates)");
     const __m256i words = _mm256_mask_i64gather_epi64(_mm256_setzero_si256(), reinterpret_cast<const long long*>(data),
                                                       _mm256_srli_epi64(bits, 3), wanted, 1);
     if constexpr (Shape == BucketShape::Aligned) {
         return words;
-    } else if constexpr (Shape == BucketShape::SemiSorted) {
-        // semisort::Decoder::decode on four buckets: the code's nibbles from the lane table (a
-        // second gather, from a 32 KiB table that stays in the caches), the low bits moved to
-        // their lanes. Skipped lanes read code 0, a valid entry.
-        const __m256i stored = _mm256_srlv_epi64(words, _mm256_and_si256(bits, _mm256_set1_epi64x(7)));
-        const __m256i nibbles = _mm256_i64gather_epi64(c.semi_lanes, _mm256_and_si256(stored, c.semi_code), 8);
-        const __m256i low = _mm256_srli_epi64(stored, semisort::kCodeBits);
-        const __m256i l01 = _mm256_or_si256(_mm256_and_si256(low, c.semi_low[0]),
-                                            _mm256_slli_epi64(_mm256_and_si256(low, c.semi_low[1]), 4));
-        const __m256i l23 = _mm256_or_si256(_mm256_slli_epi64(_mm256_and_si256(low, c.semi_low[2]), 8),
-                                            _mm256_slli_epi64(_mm256_and_si256(low, c.semi_low[3]), 12));
-        return _mm256_or_si256(nibbles, _mm256_or_si256(l01, l23));
     } else {
         return _mm256_srlv_epi64(words, _mm256_and_si256(bits, _mm256_set1_epi64x(7)));
     }
@@ -170,11 +164,74 @@ CUCKOO_AVX2 uint32_t found4(const LookupConstants& c, __m256i carries) {
 }
 // The four words of a bucket array, XORed with the keys' patterns.
 template <BucketShape Shape>
-CUCKOO_AVX2 __m256i compared4(const LookupConstants& c, const unsigned char* data, const uint64_t* bits,
+CUCKOO_AVX2 __m256i compared4(const unsigned char* data, const uint64_t* bits,
                               const uint64_t* pattern, __m256i wanted) {
-    const __m256i words = bucket_words4<Shape>(c, data, _mm256_load_si256(reinterpret_cast<const __m256i*>(bits)), wanted);
+    const __m256i words = bucket_words4<Shape>(data, _mm256_load_si256(reinterpret_cast<const __m256i*>(bits)), wanted);
     return _mm256_xor_si256(words, _mm256_load_si256(reinterpret_cast<const __m256i*>(pattern)));
 }
+
+// Lane i all ones where bit i of `group` (4 bits) is set, else zero: a gather mask.
+CUCKOO_AVX2 __m256i group_lanes(uint32_t group) {
+    const __m256i lane_bit = _mm256_set_epi64x(8, 4, 2, 1);
+    return _mm256_cmpeq_epi64(_mm256_and_si256(_mm256_set1_epi64x(group), lane_bit), lane_bit);
+}
+
+// Semi-sorted buckets (semisort.hpp) are compared in two steps. First the low g = f - 4 bits of
+// the four slots, straight from the stored bucket: a zero-lane test of its four g-bit fields
+// against the key's low bits, four buckets at a time, without the code table. Only the keys whose
+// low bits match some slot (every key held there; an absent key with probability ~4/2^g) are then
+// checked exactly, one at a time: the bucket decoded into the plain layout (one read of the code
+// table) and compared in full, as the scalar path does. Decoding every bucket instead (a second
+// gather, from the 32 KiB code table) cost ~12-14 ns a key at 6*10^7 keys.
+//
+// Bit x, for x in `wanted` (a subset of the block's keys): whether some slot of the bucket at
+// bits[x] has the low bits of key x's fingerprint. stored[x]: that bucket, in its low 4f - 4 bits.
+CUCKOO_AVX2 uint32_t semi_candidates(const LookupConstants& c, const unsigned char* data, const uint64_t* bits,
+                                     const uint64_t* pattern, unsigned len, uint32_t wanted, uint64_t* stored) {
+    uint32_t candidates = 0;
+    for (unsigned x = 0; x < len; x += 4) {
+        const uint32_t group = (wanted >> x) & 0xFu;
+        if (group == 0) continue;
+        const __m256i mask = group_lanes(group);
+        const __m256i at = _mm256_load_si256(reinterpret_cast<const __m256i*>(bits + x));
+        const __m256i words = _mm256_mask_i64gather_epi64(_mm256_setzero_si256(), reinterpret_cast<const long long*>(data),
+                                                          _mm256_srli_epi64(at, 3), mask, 1);
+        const __m256i bucket = _mm256_srlv_epi64(words, _mm256_and_si256(at, _mm256_set1_epi64x(7)));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(stored + x), bucket);
+        // The key's low bits (lane 0 of its pattern) repeated in the four low-bit lanes.
+        const __m256i low = _mm256_and_si256(_mm256_load_si256(reinterpret_cast<const __m256i*>(pattern + x)), c.semi_fp_low);
+        const __m256i v = _mm256_xor_si256(bucket, mul_small_by(low, c.semi_ones_lo, c.semi_ones_hi));
+        const __m256i carries = _mm256_or_si256(_mm256_add_epi64(_mm256_and_si256(v, c.semi_lanes_low), c.semi_lanes_low), v);
+        const __m256i matched = _mm256_or_si256(_mm256_andnot_si256(carries, c.semi_lanes_high), c.semi_every);
+        const unsigned none = static_cast<unsigned>(
+            _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpeq_epi64(matched, _mm256_setzero_si256()))));
+        candidates |= (~none & group) << x;
+    }
+    return candidates;
+}
+// Bit x, for x in `wanted`: whether the bucket at bits[x] holds key x's fingerprint.
+CUCKOO_AVX2 uint32_t semi_found(const LookupConstants& c, const unsigned char* data, const uint64_t* bits,
+                                const uint64_t* pattern, unsigned len, uint32_t wanted) {
+    alignas(32) uint64_t stored[kBatchBlock];
+    const uint32_t candidates = semi_candidates(c, data, bits, pattern, len, wanted, stored);
+    uint32_t found = 0;
+    for (uint32_t m = candidates; m; m &= m - 1) {
+        const unsigned x = static_cast<unsigned>(ctz64(m));
+        found |= uint32_t(c.scalar.zero_lanes(c.scalar.semi.decode(stored[x]) ^ pattern[x]) != 0) << x;
+    }
+    return found;
+}
+// counts[x] += how many slots of the bucket at bits[x] hold key x's fingerprint, for x < len.
+CUCKOO_AVX2 void semi_count(const LookupConstants& c, const unsigned char* data, const uint64_t* bits,
+                            const uint64_t* pattern, unsigned len, uint32_t wanted, unsigned* counts) {
+    alignas(32) uint64_t stored[kBatchBlock];
+    for (uint32_t m = semi_candidates(c, data, bits, pattern, len, wanted, stored); m; m &= m - 1) {
+        const unsigned x = static_cast<unsigned>(ctz64(m));
+        counts[x] += static_cast<unsigned>(popcount64(c.scalar.zero_lanes(c.scalar.semi.decode(stored[x]) ^ pattern[x])));
+    }
+}
+// The keys of a block of len keys, as a bit set.
+inline uint32_t block_keys(unsigned len) { return len == kBatchBlock ? ~0u : (1u << len) - 1; }
 
 // Locates keys [0, len) of a block from their hashes (hash[] has room for kBatchBlock entries;
 // those from len up to the next multiple of 4 are zeroed, and locate inside the table too).
@@ -195,39 +252,52 @@ CUCKOO_AVX2 void locate_lanes(const LookupConstants& c, uint64_t* hash, unsigned
 template <BucketShape Shape>
 CUCKOO_AVX2 uint32_t probe_both(const LookupConstants& c, const unsigned char* data, const LocatedLanes& at,
                                 unsigned len) {
-    const __m256i all = _mm256_set1_epi64x(-1);
-    uint32_t found = 0;
-    for (unsigned x = 0; x < len; x += 4) {
-        const __m256i tx = lane_carries(c, compared4<Shape>(c, data, at.bit1 + x, at.pattern + x, all));
-        const __m256i ty = lane_carries(c, compared4<Shape>(c, data, at.bit2 + x, at.pattern + x, all));
-        found |= found4(c, _mm256_and_si256(tx, ty)) << x;
+    if constexpr (Shape == BucketShape::SemiSorted) {
+        const uint32_t keys = block_keys(len);
+        return semi_found(c, data, at.bit1, at.pattern, len, keys) |
+               semi_found(c, data, at.bit2, at.pattern, len, keys);
+    } else {
+        const __m256i all = _mm256_set1_epi64x(-1);
+        uint32_t found = 0;
+        for (unsigned x = 0; x < len; x += 4) {
+            const __m256i tx = lane_carries(c, compared4<Shape>(data, at.bit1 + x, at.pattern + x, all));
+            const __m256i ty = lane_carries(c, compared4<Shape>(data, at.bit2 + x, at.pattern + x, all));
+            found |= found4(c, _mm256_and_si256(tx, ty)) << x;
+        }
+        return found;
     }
-    return found;
 }
 // Bit x: whether bucket 1 of located key x holds its fingerprint.
 template <BucketShape Shape>
 CUCKOO_AVX2 uint32_t probe_first(const LookupConstants& c, const unsigned char* data, const LocatedLanes& at,
                                  unsigned len) {
-    const __m256i all = _mm256_set1_epi64x(-1);
-    uint32_t found = 0;
-    for (unsigned x = 0; x < len; x += 4)
-        found |= found4(c, lane_carries(c, compared4<Shape>(c, data, at.bit1 + x, at.pattern + x, all))) << x;
-    return found;
+    if constexpr (Shape == BucketShape::SemiSorted) {
+        return semi_found(c, data, at.bit1, at.pattern, len, block_keys(len));
+    } else {
+        const __m256i all = _mm256_set1_epi64x(-1);
+        uint32_t found = 0;
+        for (unsigned x = 0; x < len; x += 4)
+            found |= found4(c, lane_carries(c, compared4<Shape>(data, at.bit1 + x, at.pattern + x, all))) << x;
+        return found;
+    }
 }
 // Bit x: whether bucket 2 of located key x holds its fingerprint, for the keys of `wanted` only
 // (the others' buckets are not read).
 template <BucketShape Shape>
 CUCKOO_AVX2 uint32_t probe_second(const LookupConstants& c, const unsigned char* data, const LocatedLanes& at,
                                   unsigned len, uint32_t wanted) {
-    const __m256i lane_bit = _mm256_set_epi64x(8, 4, 2, 1);
-    uint32_t found = 0;
-    for (unsigned x = 0; x < len; x += 4) {
-        const uint32_t group = (wanted >> x) & 0xFu;
-        if (group == 0) continue;
-        const __m256i mask = _mm256_cmpeq_epi64(_mm256_and_si256(_mm256_set1_epi64x(group), lane_bit), lane_bit);
-        found |= (found4(c, lane_carries(c, compared4<Shape>(c, data, at.bit2 + x, at.pattern + x, mask))) & group) << x;
+    if constexpr (Shape == BucketShape::SemiSorted) {
+        return semi_found(c, data, at.bit2, at.pattern, len, wanted);
+    } else {
+        uint32_t found = 0;
+        for (unsigned x = 0; x < len; x += 4) {
+            const uint32_t group = (wanted >> x) & 0xFu;
+            if (group == 0) continue;
+            const __m256i mask = group_lanes(group);
+            found |= (found4(c, lane_carries(c, compared4<Shape>(data, at.bit2 + x, at.pattern + x, mask))) & group) << x;
+        }
+        return found;
     }
-    return found;
 }
 
 // out[x] = bit x of `found`, for x < len.
@@ -306,7 +376,7 @@ __attribute__((target("avx2"))) uint64_t lookup_two_pass_avx2(const Locator& loc
         if (k >= 1 && k <= blocks) {  // block k - 1: first buckets, then request the second ones needed
             TwoPassBlock& b = ring[(k - 1) % 3];
             b.found = probe_first<Shape>(c, probe.data, b.at, b.len);
-            b.missing = ~b.found & (b.len == kBatchBlock ? ~0u : (1u << b.len) - 1);
+            b.missing = ~b.found & block_keys(b.len);
             for (uint32_t m = b.missing; m; m &= m - 1) probe.prefetch_bit(b.at.bit2[ctz64(m)]);
         }
     }
@@ -318,16 +388,23 @@ __attribute__((target("avx2"))) uint64_t lookup_two_pass_avx2(const Locator& loc
 template <BucketShape Shape, class Out>
 CUCKOO_AVX2 void count_both(const LookupConstants& c, const unsigned char* data, const LocatedLanes& at, unsigned len,
                             Out* out) {
-    const __m256i all = _mm256_set1_epi64x(-1);
-    alignas(32) uint64_t matched[4];
-    for (unsigned x = 0; x < len; x += 4) {
-        const __m256i mx = zero_lanes4(c, lane_carries(c, compared4<Shape>(c, data, at.bit1 + x, at.pattern + x, all)));
-        const __m256i my = zero_lanes4(c, lane_carries(c, compared4<Shape>(c, data, at.bit2 + x, at.pattern + x, all)));
-        // As in pair_count: the match bits of bucket 2 moved down a bit never meet those of bucket
-        // 1 (f >= 4), so one popcount a key counts both. AVX2 has no vector popcount.
-        _mm256_store_si256(reinterpret_cast<__m256i*>(matched), _mm256_or_si256(mx, _mm256_srli_epi64(my, 1)));
-        const unsigned keys = std::min(4u, len - x);
-        for (unsigned l = 0; l < keys; ++l) out[x + l] = static_cast<Out>(popcount64(matched[l]));
+    if constexpr (Shape == BucketShape::SemiSorted) {
+        unsigned counts[kBatchBlock] = {};
+        semi_count(c, data, at.bit1, at.pattern, len, block_keys(len), counts);
+        semi_count(c, data, at.bit2, at.pattern, len, block_keys(len), counts);
+        for (unsigned x = 0; x < len; ++x) out[x] = static_cast<Out>(counts[x]);
+    } else {
+        const __m256i all = _mm256_set1_epi64x(-1);
+        alignas(32) uint64_t matched[4];
+        for (unsigned x = 0; x < len; x += 4) {
+            const __m256i mx = zero_lanes4(c, lane_carries(c, compared4<Shape>(data, at.bit1 + x, at.pattern + x, all)));
+            const __m256i my = zero_lanes4(c, lane_carries(c, compared4<Shape>(data, at.bit2 + x, at.pattern + x, all)));
+            // As in pair_count: the match bits of bucket 2 moved down a bit never meet those of bucket
+            // 1 (f >= 4), so one popcount a key counts both. AVX2 has no vector popcount.
+            _mm256_store_si256(reinterpret_cast<__m256i*>(matched), _mm256_or_si256(mx, _mm256_srli_epi64(my, 1)));
+            const unsigned keys = std::min(4u, len - x);
+            for (unsigned l = 0; l < keys; ++l) out[x + l] = static_cast<Out>(popcount64(matched[l]));
+        }
     }
 }
 

@@ -13,18 +13,23 @@
 // combinatorial number system on multisets: n0 <= n1 <= n2 <= n3 map to the strictly increasing
 // m_i = n_i + i in [0, 19), and code = C(m0, 1) + C(m1, 2) + C(m2, 3) + C(m3, 4).
 //
-// Lookups do not compare in this form: a bucket is decoded into the plain layout (four f-bit
-// lanes, see table.hpp) with one table load (the code's nibbles already placed at the top of
-// their lanes, a table per f) and a few shifts and masks for the low bits, and from there the
-// plain filter's SWAR and AVX2 comparisons run unchanged. Writes decode the bucket, change one
-// slot, sort, and encode again. The decoded (sorted) order is what slot numbers refer to.
+// Scalar lookups and writes decode a bucket into the plain layout (four f-bit lanes, see
+// table.hpp) with one table load (the code's nibbles already placed at the top of their lanes, a
+// table per f) and a few shifts and masks for the low bits, and from there the plain filter's
+// SWAR comparisons run unchanged. Writes decode the bucket, change one slot, sort, and encode
+// again. The decoded (sorted) order is what slot numbers refer to. The AVX2 bulk lookups and
+// counts (lookup_avx2.hpp, semi_candidates) first compare the key's low g bits with the four
+// low-bit fields of the stored bucket, which needs no table, and decode only the buckets where
+// some slot's low bits match: every bucket holding the key, and ~4/2^g of the others. Their
+// answers are the scalar ones (the C++ tests compare them, including keys whose low bits match
+// a slot whose high nibble differs).
 //
-// Cost (benchmarks/semisort.py, fpr 0.001, 50% present, shared 2-core machine, three runs):
-// contains_many at 6*10^7 keys 1.25x, 1.34x and 1.61x the plain filter's (plain 59, 37 and
-// 24 ns a key): the decode adds ~12-14 ns a key (mostly the second gather, from the code table),
-// which hides behind memory only when the plain lookup is slow. At 10^6 keys 1.7-2.4x. A way to
-// skip most table reads, not done yet: compare the low bits first (no table needed) and decode
-// only buckets whose low bits match, which absent keys rarely do.
+// Cost (benchmarks/semisort.py, fpr 0.001 so f = 13, 50% present, shared 2-core machine, the
+// best of 7 alternating rounds per run): contains_many at 6*10^7 keys 1.09x, 1.08x and 1.12x the
+// plain filter's in three runs (plain 33.7, 27.8 and 25.3 ns a key); at 10^6 keys 1.60x and
+// 1.90x (plain 10.7 and 5.5 ns). Before the low-bits-first compare, when every bucket was decoded
+// with a second gather from the 32 KiB code table: 1.25-1.61x at 6*10^7 (1.61x with plain at
+// 23.5 ns on a quiet machine) and 1.7-2.4x at 10^6. count_many at 10^6: 1.13x (plain 9.1 ns).
 //
 // Codes 3876..4095 are never written; data holding one is corrupt (the format reader rejects it
 // when it verifies a table), and it decodes to an empty nibble tuple rather than reading outside
@@ -119,13 +124,30 @@ inline const uint64_t* lane_table(unsigned fingerprint_bits) {
 struct Decoder {
     const uint64_t* lanes = nullptr;  // lane_table(f); null: the table is not semi-sorted
     uint64_t low_mask[kSlots] = {};    // low bits of slot l, where they sit after `>> 12`
+    // The low g bits of the four slots as four g-bit lanes of the stored bucket (from bit 12),
+    // for a zero-lane test against a key's low bits without the code table (lookup_avx2.hpp):
+    // low_ones has bit 0 of every lane, low_lanes_low the bits below each lane's top bit,
+    // low_lanes_high each lane's top bit. With g = 0 (f = 4) there are no lanes and
+    // every_slot_low_matches is set instead.
+    uint64_t low_ones = 0, low_lanes_low = 0, low_lanes_high = 0;
+    uint32_t fp_low_mask = 0;  // a fingerprint's low g bits
+    bool every_slot_low_matches = false;
 
     static Decoder for_bits(unsigned fingerprint_bits) {
         Decoder d;
         d.lanes = lane_table(fingerprint_bits);
         const unsigned g = fingerprint_bits - 4;
         const uint64_t ones = g ? (uint64_t(1) << g) - 1 : 0;
-        for (unsigned l = 0; l < kSlots; ++l) d.low_mask[l] = ones << (l * g);
+        for (unsigned l = 0; l < kSlots; ++l) {
+            d.low_mask[l] = ones << (l * g);
+            if (g) {
+                d.low_ones |= uint64_t(1) << (kCodeBits + l * g);
+                d.low_lanes_high |= uint64_t(1) << (kCodeBits + l * g + g - 1);
+            }
+        }
+        d.low_lanes_low = (d.low_mask[0] | d.low_mask[1] | d.low_mask[2] | d.low_mask[3]) << kCodeBits & ~d.low_lanes_high;
+        d.fp_low_mask = static_cast<uint32_t>(ones);
+        d.every_slot_low_matches = g == 0;
         return d;
     }
     // `stored` holds the bucket in its low 4f - 4 bits; bits above it are ignored.
