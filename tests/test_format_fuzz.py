@@ -60,8 +60,11 @@ def exercise(g: cuckoo.Filter) -> None:
     try:
         c = g.copy()
     except cuckoo.FormatError as e:
-        assert "inconsistent data" in str(e)
-        with pytest.raises(cuckoo.FormatError, match="inconsistent data"):
+        # A count that disagrees with the header, or (semi-sorted tables) a bucket whose nibble
+        # code is not one of the 3876 valid ones: both found by the recount, both refused again
+        # by to_bytes.
+        assert "inconsistent data" in str(e) or "invalid code" in str(e), str(e)
+        with pytest.raises(cuckoo.FormatError, match="inconsistent data|invalid code"):
             g.to_bytes()
         return
     c.discard_many(PROBE[:10])
