@@ -202,6 +202,7 @@ struct TableProbe {
     unsigned words_per_bucket;
     unsigned bucket_last_byte;
     unsigned lanes_per_word;
+    unsigned lane_bits;  // f
     uint32_t lane_div;  // floor(2^16 / f) + 1: the lane of mask bit x is (x * lane_div) >> 16
     bool may_straddle;  // whether a bucket can span two cache lines
     semisort::Decoder semi;  // semi.lanes null: plain buckets
@@ -218,6 +219,12 @@ struct TableProbe {
     // Top bit of lane l set iff lane l of x (L lanes of f bits) is zero. Exact for every lane:
     // (x & low) + low cannot carry out of a lane, unlike the classic haszero trick.
     uint64_t zero_lanes(uint64_t x) const noexcept { return ~(((x & lane_low) + lane_low) | x | lane_low) & lane_high; }
+    // How many lanes of a word hold 1, for x with at most bit 0 of each lane set (a zero_lanes
+    // result shifted down by f - 1): the multiply sums every lane into the top one, where the
+    // sum (at most L < 2^f) cannot carry. A popcount without the POPCNT instruction.
+    unsigned lane_count(uint64_t x) const noexcept {
+        return static_cast<unsigned>(((x * lane_ones) >> (word_bits - lane_bits)) & ((uint64_t(1) << lane_bits) - 1));
+    }
     uint64_t match_mask(uint64_t bucket, unsigned word, uint32_t fp) const noexcept {
         if (semi.lanes) return zero_lanes(semi_word(bucket * bucket_bits) ^ (fp * lane_ones));  // one word
         return zero_lanes(load_bits(bucket * bucket_bits + word * word_bits) ^ (fp * lane_ones));
@@ -233,6 +240,13 @@ struct TableProbe {
         return word_bits + 7 <= 64 ? BucketShape::OneLoad : BucketShape::OneWord;
     }
     uint64_t bit_of(uint64_t bucket) const noexcept { return bucket * bucket_bits; }
+    // The fingerprint in a slot (0: empty), as PackedTable::get.
+    uint32_t slot(uint64_t bucket, unsigned s) const noexcept {
+        const uint64_t mask = (uint64_t(1) << lane_bits) - 1;  // lane_bits <= 32
+        if (semi.lanes) return static_cast<uint32_t>((semi_word(bit_of(bucket)) >> (s * lane_bits)) & mask);
+        const uint64_t bit = bit_of(bucket) + s * lane_bits;
+        return static_cast<uint32_t>((load_le64(data + (bit >> 3)) >> (bit & 7)) & mask);
+    }
     uint64_t pattern_of(uint32_t fp) const noexcept { return fp * lane_ones; }
 
     // The bucket at table bit `bit` in the low bits of a word whose bits above the bucket are
@@ -411,7 +425,7 @@ public:
     // ---- whole buckets (SWAR) ----
     TableProbe probe() const noexcept {
         return TableProbe{bytes_.data(), bucket_bits_, word_mask_, lane_ones_, lane_low_, lane_high_,
-                          word_bits_, words_per_bucket_, bucket_last_byte_, lanes_per_word_, lane_div_,
+                          word_bits_, words_per_bucket_, bucket_last_byte_, lanes_per_word_, fp_bits_, lane_div_,
                           512 % bucket_bits_ != 0, decoder_};
     }
     uint64_t match_mask(uint64_t bucket, unsigned word, uint32_t fp) const noexcept {
