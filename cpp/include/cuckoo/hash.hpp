@@ -277,12 +277,16 @@ inline uint64_t mix16(const unsigned char* p, const unsigned char* secret, uint6
     return mul128_fold64(load_le64(p) ^ (load_le64(secret) + seed), load_le64(p + 8) ^ (load_le64(secret + 8) - seed));
 }
 
+// What the input of 4 to 8 bytes is XORed with: depends on the seed only.
+inline uint64_t bitflip_4to8(uint64_t seed) noexcept {
+    seed ^= static_cast<uint64_t>(byteswap64(static_cast<uint32_t>(seed)) >> 32) << 32;
+    return (secret64(8) ^ secret64(16)) - seed;
+}
+
 // Inputs of 4 to 8 bytes, given as their first 4 and last 4 bytes (they overlap below 8).
 inline uint64_t len_4to8(uint32_t first4, uint32_t last4, uint64_t len, uint64_t seed) noexcept {
-    seed ^= static_cast<uint64_t>(byteswap64(static_cast<uint32_t>(seed)) >> 32) << 32;
-    const uint64_t bitflip = (secret64(8) ^ secret64(16)) - seed;
     const uint64_t input64 = last4 + (static_cast<uint64_t>(first4) << 32);
-    return rrmxmx(input64 ^ bitflip, len);
+    return rrmxmx(input64 ^ bitflip_4to8(seed), len);
 }
 
 inline uint64_t len_9to16(const unsigned char* p, uint64_t len, uint64_t seed) noexcept {

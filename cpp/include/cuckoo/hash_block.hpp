@@ -377,9 +377,40 @@ inline void xxh3_bytes_block(const unsigned char* const* key, const uint32_t* le
 
 }  // namespace kernels
 
+#if CUCKOO_X86_DISPATCH
+namespace kernels {
+// xxh3_u64 of four values (XXH3's 4-to-8-byte path at length 8): the 32-bit halves swapped (the
+// input's first and last 4 bytes), XORed with the seed's bitflip, then rrmxmx. AVX2 has no 64-bit
+// multiply or rotate, so this is ~30 vector operations for four keys against ~14 scalar ones a
+// key; integer lookups at 10^6 keys spent 1.5 of their ~5 ns a key hashing with the scalar loop.
+CUCKOO_AVX2 __m256i xxh3_u64_4(__m256i value, __m256i bitflip, const Mul64& mx2) {
+    __m256i h = _mm256_xor_si256(_mm256_shuffle_epi32(value, 0xB1), bitflip);  // dwords 1,0,3,2
+    h = _mm256_xor_si256(h, _mm256_xor_si256(rotl_lanes<49>(h), rotl_lanes<24>(h)));
+    h = mul_by(h, mx2);
+    h = _mm256_xor_si256(h, _mm256_add_epi64(_mm256_srli_epi64(h, 35), _mm256_set1_epi64x(8)));
+    h = mul_by(h, mx2);
+    return _mm256_xor_si256(h, _mm256_srli_epi64(h, 28));
+}
+__attribute__((target("avx2"))) inline void xxh3_u64_block_avx2(const uint64_t* values, unsigned len, uint64_t seed,
+                                                                 uint64_t* out) {
+    const __m256i bitflip = splat(xxh3_detail::bitflip_4to8(seed));
+    const Mul64 mx2 = mul64_constant(xxh3_detail::kMx2);
+    unsigned j = 0;
+    for (; j + 4 <= len; j += 4) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(values + j));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + j), xxh3_u64_4(v, bitflip, mx2));
+    }
+    for (; j < len; ++j) out[j] = xxh3_u64(values[j], seed);
+}
+}  // namespace kernels
+#endif
+
 // out[j] = hasher.hash_int(values[j]) for j < len.
 inline void hash_ints_block(const KeyHasher& hasher, const uint64_t* values, unsigned len, uint64_t* out) noexcept {
     if (hasher.algorithm == HashAlgorithm::xxh64) return hash_u64_block(values, len, hasher.seed, out);
+#if CUCKOO_X86_DISPATCH
+    if (kernels::use_avx2()) return kernels::xxh3_u64_block_avx2(values, len, hasher.seed, out);
+#endif
     for (unsigned j = 0; j < len; ++j) out[j] = xxh3_u64(values[j], hasher.seed);
 }
 

@@ -47,15 +47,14 @@ CUCKOO_AVX2 void plan_inserts(const LookupConstants& c, const unsigned char* dat
     const __m128i to_top_lane = _mm_cvtsi32_si128(static_cast<int>(word_bits - fp_bits));
     const __m128i lane_width = _mm_cvtsi32_si128(static_cast<int>(fp_bits));
     const __m256i seven = _mm256_set1_epi64x(7), count_mask = _mm256_set1_epi64x(0xF);
-    const __m256i all = _mm256_set1_epi64x(-1), zero = _mm256_setzero_si256();
+    const __m256i zero = _mm256_setzero_si256();
     uint32_t no_room = 0, present = 0;
     for (unsigned x = 0; x < len; x += 4) {
         const __m256i bit1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(at.bit1 + x));
         const __m256i bit2 = _mm256_load_si256(reinterpret_cast<const __m256i*>(at.bit2 + x));
         const __m256i pattern = _mm256_load_si256(reinterpret_cast<const __m256i*>(at.pattern + x));
         const __m256i off1 = _mm256_srli_epi64(bit1, 3), off2 = _mm256_srli_epi64(bit2, 3);
-        const __m256i raw1 = _mm256_mask_i64gather_epi64(zero, reinterpret_cast<const long long*>(data), off1, all, 1);
-        const __m256i raw2 = _mm256_mask_i64gather_epi64(zero, reinterpret_cast<const long long*>(data), off2, all, 1);
+        const __m256i raw1 = stored_words4(data, at.bit1 + x), raw2 = stored_words4(data, at.bit2 + x);
         _mm256_store_si256(reinterpret_cast<__m256i*>(plan.word1 + x), raw1);
         _mm256_store_si256(reinterpret_cast<__m256i*>(plan.word2 + x), raw2);
         const __m256i shift1 = _mm256_and_si256(bit1, seven), shift2 = _mm256_and_si256(bit2, seven);
