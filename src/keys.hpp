@@ -253,6 +253,7 @@ struct KeyBatch {
 // vectorized cuckoo::hash_u64_block.
 template <class T>
 struct IntKeys {
+    static constexpr bool kVectorHashBlock = true;  // hash_ints_block: see cuckoo::vector_hash_block
     cuckoo::KeyHasher hasher;
     const unsigned char* base;
     Py_ssize_t stride;
@@ -287,6 +288,7 @@ struct IntKeys {
 // of every loop (a large share of the build). The dtype is chosen once per block (hash_block) or
 // per key (operator(), value: the rare paths), then read as IntKeys<T> reads it.
 struct NarrowIntKeys {
+    static constexpr bool kVectorHashBlock = true;
     cuckoo::KeyHasher hasher;
     const unsigned char* base;
     Py_ssize_t stride;

@@ -15,6 +15,7 @@
 
 #include "check.hpp"
 #include "cuckoo/filter.hpp"
+#include "cuckoo/hash_block.hpp"
 
 using cuckoo::Filter;
 
@@ -38,6 +39,18 @@ struct IntKeys {
     const Filter* filter;
     const std::vector<uint64_t>* keys;
     uint64_t operator()(uint64_t k) const { return filter->hash_int((*keys)[k]); }
+};
+
+// The same keys hashed a block at a time by the vector hash, and declared so: the AVX2 kernels
+// then read buckets with scalar loads instead of gathers (cuckoo::vector_hash_block).
+struct VectorIntKeys {
+    static constexpr bool kVectorHashBlock = true;
+    const Filter* filter;
+    const std::vector<uint64_t>* keys;
+    uint64_t operator()(uint64_t k) const { return filter->hash_int((*keys)[k]); }
+    void hash_block(uint64_t start, unsigned len, uint64_t* out) const {
+        cuckoo::hash_ints_block(filter->hasher(), keys->data() + start, len, out);
+    }
 };
 
 std::vector<uint64_t> distinct_keys(uint64_t n, uint64_t salt) {
@@ -674,10 +687,12 @@ TEST_CASE(insert_batch_stops_at_the_first_failure) {
 TEST_CASE(insert_batch_to_the_first_failure_equals_scalar_inserts) {
     for (unsigned b : kBucketSizes) {
         for (unsigned f : {4u, 8u, 9u, 12u, 13u, 16u, 17u, 24u, 32u}) {
-            for (auto mode : {Filter::InsertMode::Always, Filter::InsertMode::Unique}) {
+            for (int variant = 0; variant < 4; ++variant) {
+                const auto mode = variant % 2 ? Filter::InsertMode::Unique : Filter::InsertMode::Always;
                 const bool unique = mode == Filter::InsertMode::Unique;
+                const bool vector_keys = variant >= 2;  // buckets read with loads instead of gathers
                 const uint64_t m = 2048;
-                cktest::context() = params(m, b, f) + (unique ? " unique" : " always");
+                cktest::context() = params(m, b, f) + (unique ? " unique" : " always") + (vector_keys ? " loads" : "");
                 Filter batch(m, b, f, 500, 21);
                 Filter scalar = batch;
                 std::vector<uint64_t> keys = distinct_keys(m * b + 64, 21 + f);
@@ -685,7 +700,9 @@ TEST_CASE(insert_batch_to_the_first_failure_equals_scalar_inserts) {
                 std::unique_ptr<bool[]> was_new(new bool[keys.size()]);
                 bool full = false;
                 const uint64_t done =
-                    batch.insert_batch(keys.size(), IntKeys{&batch, &keys}, mode, was_new.get(), full, kNeverStop);
+                    vector_keys
+                        ? batch.insert_batch(keys.size(), VectorIntKeys{&batch, &keys}, mode, was_new.get(), full, kNeverStop)
+                        : batch.insert_batch(keys.size(), IntKeys{&batch, &keys}, mode, was_new.get(), full, kNeverStop);
                 uint64_t expected_done = 0;
                 for (; expected_done < keys.size(); ++expected_done) {
                     const uint64_t h = scalar.hash_int(keys[expected_done]);
@@ -937,12 +954,14 @@ TEST_CASE(lookup_kernel_locates_like_the_scalar_locator) {
                 const cuckoo::TableProbe probe = layout.probe();
                 alignas(32) uint64_t hash[cuckoo::kBatchBlock];
                 cuckoo::kernels::LocatedLanes at;
-                for (unsigned round = 0; round < 4; ++round) {
-                    const unsigned len = round == 0 ? cuckoo::kBatchBlock : 1 + static_cast<unsigned>(rng.below(32));
+                for (unsigned round = 0; round < 8; ++round) {
+                    // Rounds 4-7 take the AVX-512 steps where this CPU has them (else AVX2 again).
+                    const bool avx512 = round >= 4;
+                    const unsigned len = round % 4 == 0 ? cuckoo::kBatchBlock : 1 + static_cast<unsigned>(rng.below(32));
                     for (unsigned x = 0; x < len; ++x) hash[x] = x == 0 ? 0 : x == 1 ? ~uint64_t(0) : rng.next();
                     uint64_t copy[cuckoo::kBatchBlock];
                     std::copy(hash, hash + len, copy);
-                    cuckoo::kernels::locate_lanes_avx2(loc, probe, hash, len, at);
+                    cuckoo::kernels::locate_lanes_avx2(loc, probe, hash, len, at, avx512);
                     for (unsigned x = 0; x < len; ++x) {
                         const cuckoo::KeyHash k = loc.locate(copy[x]);
                         CHECK_EQ(at.bit1[x], probe.bit_of(k.i1));
@@ -1000,6 +1019,14 @@ TEST_CASE(lookup_kernel_passes_equal_contains_hash) {
                                 CHECK_EQ(lookup_two_pass_avx2<kShape>(fl.locator(), probe, n, source, found8.data(), never), n);
                                 CHECK_EQ(lookup_two_pass_avx2<kShape>(fl.locator(), probe, n, source, found32.data(), never), n);
                             }
+                            // Buckets read with loads instead of gathers: the same answers.
+                            VectorIntKeys vector_source{&fl, &keys};
+                            std::vector<uint8_t> loaded(n + 1, 7);
+                            if (pass == 1)
+                                CHECK_EQ(lookup_one_pass_avx2<kShape>(fl.locator(), probe, n, vector_source, loaded.data(), never), n);
+                            else
+                                CHECK_EQ(lookup_two_pass_avx2<kShape>(fl.locator(), probe, n, vector_source, loaded.data(), never), n);
+                            CHECK(loaded == found8);
                         }
                         return 0;
                     });
@@ -1076,6 +1103,10 @@ TEST_CASE(count_kernel_equals_count_hash) {
                             using cuckoo::kernels::count_batch_avx2;
                             CHECK_EQ(count_batch_avx2<kShape>(fl.locator(), probe, table_bytes, n, source, counts8.data(), never), n);
                             CHECK_EQ(count_batch_avx2<kShape>(fl.locator(), probe, table_bytes, n, source, counts32.data(), never), n);
+                            VectorIntKeys vector_source{&fl, &keys};  // buckets read with loads
+                            std::vector<uint8_t> loaded(n + 1, 77);
+                            CHECK_EQ(count_batch_avx2<kShape>(fl.locator(), probe, table_bytes, n, vector_source, loaded.data(), never), n);
+                            CHECK(loaded == counts8);
                             CHECK_EQ(count_batch_avx2<kShape>(fl.locator(), probe, table_bytes, n, source, partial.data(), stop),
                                      expected_done);
                         }

@@ -610,6 +610,19 @@ TEST_CASE(block_hashes_follow_the_hash_algorithm) {
             for (uint64_t& v : values) v = rng.next();
             cuckoo::hash_ints_block(hasher, values.data(), n, out.data());
             for (unsigned j = 0; j < n; ++j) CHECK_EQ(out[j], hasher.hash_int(values[j]));
+#if CUCKOO_X86_DISPATCH
+            // Each vector copy of XXH3 on integers, whichever hash_ints_block picked on this CPU.
+            if (algorithm == cuckoo::HashAlgorithm::xxh3 && cuckoo::kernels::use_avx2()) {
+                std::vector<uint64_t> out2(n);
+                cuckoo::kernels::xxh3_u64_block_avx2(values.data(), n, hasher.seed, out2.data());
+                for (unsigned j = 0; j < n; ++j) CHECK_EQ(out2[j], hasher.hash_int(values[j]));
+                if (cuckoo::kernels::use_avx512()) {
+                    std::vector<uint64_t> out3(n);
+                    cuckoo::kernels::xxh3_u64_block_avx512(values.data(), n, hasher.seed, out3.data());
+                    for (unsigned j = 0; j < n; ++j) CHECK_EQ(out3[j], hasher.hash_int(values[j]));
+                }
+            }
+#endif
 
             std::vector<uint32_t> len(n);
             size_t total = 0;

@@ -10,6 +10,12 @@
 
 // Functions compiled for AVX2 and inlined into their AVX2 callers.
 #define CUCKOO_AVX2 __attribute__((target("avx2"), always_inline)) inline
+// The same for AVX-512 F/VL/DQ, used on 256-bit vectors for its native 64-bit multiply and
+// rotate (vpmullq, vprolq), which AVX2 emulates with 3-7 operations each. Only the arithmetic-
+// bound steps (hashing integer keys, locating a block) have such copies; AVX2 kernels call them
+// through a non-inlined function, chosen once per batch (kernels::use_avx512).
+#define CUCKOO_AVX512 __attribute__((target("avx2,avx512f,avx512vl,avx512dq"), always_inline)) inline
+#define CUCKOO_AVX512_FUNCTION __attribute__((target("avx2,avx512f,avx512vl,avx512dq"))) inline
 
 namespace cuckoo {
 namespace kernels {

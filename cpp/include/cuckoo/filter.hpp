@@ -434,7 +434,7 @@ protected:
                                                              InsertMode mode, bool* was_new, bool& full,
                                                              Stop& should_stop) {
         const Locator loc = locator();
-        const kernels::LookupConstants c = kernels::lookup_constants(loc, probe);
+        const kernels::LookupConstants c = kernels::lookup_constants(loc, probe, vector_hash_block<HashAt>());
         unsigned char* const data = table_.mutable_data();
         const bool unique = mode == InsertMode::Unique;
         alignas(32) uint64_t hashes[2][kBatchBlock];

@@ -54,7 +54,7 @@ CUCKOO_AVX2 void plan_inserts(const LookupConstants& c, const unsigned char* dat
         const __m256i bit2 = _mm256_load_si256(reinterpret_cast<const __m256i*>(at.bit2 + x));
         const __m256i pattern = _mm256_load_si256(reinterpret_cast<const __m256i*>(at.pattern + x));
         const __m256i off1 = _mm256_srli_epi64(bit1, 3), off2 = _mm256_srli_epi64(bit2, 3);
-        const __m256i raw1 = stored_words4(data, at.bit1 + x), raw2 = stored_words4(data, at.bit2 + x);
+        const __m256i raw1 = stored_words4(c, data, at.bit1 + x), raw2 = stored_words4(c, data, at.bit2 + x);
         _mm256_store_si256(reinterpret_cast<__m256i*>(plan.word1 + x), raw1);
         _mm256_store_si256(reinterpret_cast<__m256i*>(plan.word2 + x), raw2);
         const __m256i shift1 = _mm256_and_si256(bit1, seven), shift2 = _mm256_and_si256(bit2, seven);

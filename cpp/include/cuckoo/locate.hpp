@@ -28,6 +28,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "cuckoo/hash.hpp"
 
@@ -176,6 +177,21 @@ inline bool use_avx2() noexcept {
 #endif
 }
 
+// Whether the AVX-512 copies (F, VL and DQ; see avx2.hpp) run on this CPU and OS (decided once;
+// GCC's and Clang's checks include the OS saving the AVX-512 registers).
+inline bool use_avx512() noexcept {
+#if CUCKOO_X86_DISPATCH
+    static const bool yes = [] {
+        __builtin_cpu_init();
+        return use_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+               __builtin_cpu_supports("avx512dq");
+    }();
+    return yes;
+#else
+    return false;
+#endif
+}
+
 }  // namespace kernels
 
 // Locates keys [0, len) of a block from b.hash (len <= kBatchBlock).
@@ -198,6 +214,21 @@ inline void hash_u64_block(const uint64_t* values, unsigned len, uint64_t seed, 
 // Bulk loops take their keys as a callable `keys(k) -> uint64_t`, the hash of key k. A source may
 // also have `keys.hash_block(start, len, out)`, hashing keys [start, start + len) at once (integer
 // keys: the vectorized XXH64 above); hash_keys uses it when it exists.
+
+// A source may also declare `static constexpr bool kVectorHashBlock = true` when its hash_block
+// computes and stores a block's hashes with vector code (integer keys): the vector kernels then
+// read buckets with scalar loads rather than gathers, which is faster after such a block and
+// slower after others (measurements at stored_words4, lookup_avx2.hpp).
+namespace detail {
+template <class Keys, class = void>
+struct VectorHashBlock : std::false_type {};
+template <class Keys>
+struct VectorHashBlock<Keys, std::void_t<decltype(Keys::kVectorHashBlock)>> : std::bool_constant<Keys::kVectorHashBlock> {};
+}  // namespace detail
+template <class Keys>
+constexpr bool vector_hash_block() {
+    return detail::VectorHashBlock<std::remove_cv_t<std::remove_reference_t<Keys>>>::value;
+}
 
 namespace detail {
 template <class Keys>
@@ -243,6 +274,7 @@ private:
 // The keys of `keys` from `offset` on, as a key source (keeps hash_block when there is one).
 template <class Keys>
 struct OffsetKeys {
+    static constexpr bool kVectorHashBlock = vector_hash_block<Keys>();
     Keys& keys;
     uint64_t offset;
     uint64_t operator()(uint64_t k) const { return keys(offset + k); }

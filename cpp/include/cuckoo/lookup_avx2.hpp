@@ -62,13 +62,19 @@ struct LookupConstants {
     __m128i f;
     __m256i mix1_lo, mix1_hi, mix2_lo, mix2_hi, ones_lo, ones_hi;
     __m256i lane_low, lane_high;
+    // For the AVX-512 copy of locate4: whole 64-bit multipliers, and whether it runs here.
+    __m256i mix1, mix2, lane_ones;
+    bool avx512;
+    // Whether one-pass reads of all four lanes use scalar loads (else a gather): see stored_words4.
+    bool bucket_loads;
     // Semi-sorted tables only (see semi_candidates): the low-bit lanes of a stored bucket, and
     // the scalar probe that checks the candidates exactly.
     __m256i semi_fp_low, semi_ones_lo, semi_ones_hi, semi_lanes_low, semi_lanes_high, semi_every;
     TableProbe scalar;
 };
 
-__attribute__((target("avx2"))) inline LookupConstants lookup_constants(const Locator& loc, const TableProbe& probe) {
+__attribute__((target("avx2"))) inline LookupConstants lookup_constants(const Locator& loc, const TableProbe& probe,
+                                                                        bool bucket_loads = false) {
     const uint64_t mix1 = 0xBF58476D1CE4E5B9ull, mix2 = 0x94D049BB133111EBull;  // mix64's multipliers
     LookupConstants c;
     c.low32 = splat(0xFFFFFFFFull);
@@ -84,6 +90,11 @@ __attribute__((target("avx2"))) inline LookupConstants lookup_constants(const Lo
     c.mix2_hi = splat(mix2 >> 32);
     c.ones_lo = splat(probe.lane_ones & 0xFFFFFFFFull);
     c.ones_hi = splat(probe.lane_ones >> 32);
+    c.mix1 = splat(mix1);
+    c.mix2 = splat(mix2);
+    c.lane_ones = splat(probe.lane_ones);
+    c.avx512 = use_avx512();
+    c.bucket_loads = bucket_loads;
     c.lane_low = splat(probe.lane_low);
     c.lane_high = splat(probe.lane_high);
     c.semi_fp_low = splat(probe.semi.fp_low_mask);
@@ -162,21 +173,25 @@ CUCKOO_AVX2 uint32_t found4(const LookupConstants& c, __m256i carries) {
         _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpeq_epi64(matched, _mm256_setzero_si256()))));
     return ~absent & 0xFu;
 }
-// The bucket words at table bits bits[0..3], read with four scalar loads. Where every lane is
-// wanted this beats a gather: on the development machine (AMD Zen 4) vpgatherqq is slow, and
-// contains_many at 10^6 keys (2 MiB table) went from 5.7-5.8 to 4.7-5.1 ns a key with loads
-// (C++ harness, xxh3 uint64 keys, alternating runs). Gathers stay where lanes are masked out
-// (probe_second: the point there is not to touch the buckets of keys already found).
-// The 8 bytes at the first byte of each of four buckets, as stored (not shifted).
-CUCKOO_AVX2 __m256i stored_words4(const unsigned char* data, const uint64_t* bits) {
-    return _mm256_set_epi64x(
-        static_cast<long long>(load_le64(data + (bits[3] >> 3))), static_cast<long long>(load_le64(data + (bits[2] >> 3))),
-        static_cast<long long>(load_le64(data + (bits[1] >> 3))), static_cast<long long>(load_le64(data + (bits[0] >> 3))));
+// The 8 bytes at the first byte of each of four buckets, as stored (not shifted): four scalar
+// loads or one gather, as c.bucket_loads says. Which is faster depends on the code before the
+// reads, as measured on the development machine (AMD Zen 4, contains at 10^6 keys, 2 MiB table,
+// C++ harness, alternating runs, ns a key, loads against gathers): integer keys hashed by the
+// vector XXH3 3.1-3.3 against 3.9-4.1; 8-32-byte keys (a scalar, branchy hash) 13.2 against 9.0;
+// precomputed hashes copied into the block 6.5 against 3.7. So sources whose hash_block is vector
+// code say so (vector_hash_block, locate.hpp) and get loads; the others keep the gather.
+CUCKOO_AVX2 __m256i stored_words4(const LookupConstants& c, const unsigned char* data, const uint64_t* bits) {
+    if (c.bucket_loads)
+        return _mm256_set_epi64x(
+            static_cast<long long>(load_le64(data + (bits[3] >> 3))), static_cast<long long>(load_le64(data + (bits[2] >> 3))),
+            static_cast<long long>(load_le64(data + (bits[1] >> 3))), static_cast<long long>(load_le64(data + (bits[0] >> 3))));
+    const __m256i at = _mm256_load_si256(reinterpret_cast<const __m256i*>(bits));
+    return _mm256_i64gather_epi64(reinterpret_cast<const long long*>(data), _mm256_srli_epi64(at, 3), 1);
 }
 template <BucketShape Shape>
-CUCKOO_AVX2 __m256i bucket_words4(const unsigned char* data, const uint64_t* bits) {
+CUCKOO_AVX2 __m256i bucket_words4(const LookupConstants& c, const unsigned char* data, const uint64_t* bits) {
     static_assert(Shape == BucketShape::Aligned || Shape == BucketShape::OneLoad, "one-load buckets only");
-    const __m256i words = stored_words4(data, bits);
+    const __m256i words = stored_words4(c, data, bits);
     if constexpr (Shape == BucketShape::Aligned) {
         return words;
     } else {
@@ -186,8 +201,9 @@ CUCKOO_AVX2 __m256i bucket_words4(const unsigned char* data, const uint64_t* bit
 }
 // The four words of a bucket array, XORed with the keys' patterns (every lane read).
 template <BucketShape Shape>
-CUCKOO_AVX2 __m256i compared4(const unsigned char* data, const uint64_t* bits, const uint64_t* pattern) {
-    return _mm256_xor_si256(bucket_words4<Shape>(data, bits), _mm256_load_si256(reinterpret_cast<const __m256i*>(pattern)));
+CUCKOO_AVX2 __m256i compared4(const LookupConstants& c, const unsigned char* data, const uint64_t* bits,
+                              const uint64_t* pattern) {
+    return _mm256_xor_si256(bucket_words4<Shape>(c, data, bits), _mm256_load_si256(reinterpret_cast<const __m256i*>(pattern)));
 }
 // The same for the lanes of `wanted` only (the others are not read and compare as 0).
 template <BucketShape Shape>
@@ -260,17 +276,63 @@ CUCKOO_AVX2 void semi_count(const LookupConstants& c, const unsigned char* data,
 // The keys of a block of len keys, as a bit set.
 inline uint32_t block_keys(unsigned len) { return len == kBatchBlock ? ~0u : (1u << len) - 1; }
 
-// Locates keys [0, len) of a block from their hashes (hash[] has room for kBatchBlock entries;
-// those from len up to the next multiple of 4 are zeroed, and locate inside the table too).
-CUCKOO_AVX2 void locate_lanes(const LookupConstants& c, uint64_t* hash, unsigned len, LocatedLanes& at) {
+// locate4 with AVX-512's 64-bit multiply: the same steps (each checked against Locator by the
+// C++ tests), with mix64's and the pattern's multiplies as one vpmullq each.
+CUCKOO_AVX512 void locate4_avx512(const LookupConstants& c, __m256i h, __m256i& bit1, __m256i& bit2, __m256i& pattern) {
+    const __m256i lo = _mm256_and_si256(h, c.low32), hi = _mm256_srli_epi64(h, 32);
+    const __m256i i1 = _mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epu32(h, c.m_minus_1), lo), 32);
+    const __m256i fp =
+        _mm256_add_epi64(c.one, _mm256_srli_epi64(_mm256_sub_epi64(_mm256_sll_epi64(hi, c.f), hi), 32));
+    __m256i g = _mm256_xor_si256(fp, _mm256_srli_epi64(fp, 30));
+    g = _mm256_mullo_epi64(g, c.mix1);
+    g = _mm256_xor_si256(g, _mm256_srli_epi64(g, 27));
+    g = _mm256_mullo_epi64(g, c.mix2);
+    g = _mm256_xor_si256(g, _mm256_srli_epi64(g, 31));
+    const __m256i hb = _mm256_srli_epi64(_mm256_mul_epu32(g, c.blocks), 32);
+    const __m256i ho = _mm256_add_epi64(c.one, _mm256_srli_epi64(_mm256_mul_epu32(_mm256_srli_epi64(g, 32), c.seven), 32));
+    const __m256i diff = _mm256_sub_epi64(hb, _mm256_srli_epi64(i1, kBlockShift));
+    const __m256i wrapped = _mm256_cmpgt_epi64(_mm256_setzero_si256(), diff);
+    const __m256i alt_block = _mm256_add_epi64(diff, _mm256_and_si256(wrapped, c.blocks));
+    const __m256i i2 = _mm256_or_si256(_mm256_slli_epi64(alt_block, kBlockShift),
+                                       _mm256_xor_si256(_mm256_and_si256(i1, c.seven), ho));
+    bit1 = _mm256_mul_epu32(i1, c.bucket_bits);
+    bit2 = _mm256_mul_epu32(i2, c.bucket_bits);
+    pattern = _mm256_mullo_epi64(fp, c.lane_ones);
+}
+
+// The padding of locate_lanes: hashes from len up to the next multiple of 4 are zeroed (their
+// keys locate inside the table too); returns that multiple.
+inline unsigned pad_block(uint64_t* hash, unsigned len) {
     const unsigned padded = (len + 3) & ~3u;
     for (unsigned x = len; x < padded; ++x) hash[x] = 0;
+    return padded;
+}
+CUCKOO_AVX2 void store_located4(LocatedLanes& at, unsigned x, __m256i bit1, __m256i bit2, __m256i pattern) {
+    _mm256_store_si256(reinterpret_cast<__m256i*>(at.bit1 + x), bit1);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(at.bit2 + x), bit2);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(at.pattern + x), pattern);
+}
+
+// locate_lanes on a CPU with AVX-512 (see avx2.hpp): measured on the development machine (Zen 4),
+// hashing and locating a block of integer keys took 1.10 instead of 1.92 ns a key.
+CUCKOO_AVX512_FUNCTION void locate_lanes_avx512(const LookupConstants& c, uint64_t* hash, unsigned len, LocatedLanes& at) {
+    const unsigned padded = pad_block(hash, len);
+    for (unsigned x = 0; x < padded; x += 4) {
+        __m256i bit1, bit2, pattern;
+        locate4_avx512(c, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(hash + x)), bit1, bit2, pattern);
+        store_located4(at, x, bit1, bit2, pattern);
+    }
+}
+
+// Locates keys [0, len) of a block from their hashes (hash[] has room for kBatchBlock entries;
+// see pad_block), with the AVX-512 copy where the CPU has it.
+CUCKOO_AVX2 void locate_lanes(const LookupConstants& c, uint64_t* hash, unsigned len, LocatedLanes& at) {
+    if (c.avx512) return locate_lanes_avx512(c, hash, len, at);
+    const unsigned padded = pad_block(hash, len);
     for (unsigned x = 0; x < padded; x += 4) {
         __m256i bit1, bit2, pattern;
         locate4(c, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(hash + x)), bit1, bit2, pattern);
-        _mm256_store_si256(reinterpret_cast<__m256i*>(at.bit1 + x), bit1);
-        _mm256_store_si256(reinterpret_cast<__m256i*>(at.bit2 + x), bit2);
-        _mm256_store_si256(reinterpret_cast<__m256i*>(at.pattern + x), pattern);
+        store_located4(at, x, bit1, bit2, pattern);
     }
 }
 
@@ -286,8 +348,8 @@ CUCKOO_AVX2 uint32_t probe_both(const LookupConstants& c, const unsigned char* d
     } else {
         uint32_t found = 0;
         for (unsigned x = 0; x < len; x += 4) {
-            const __m256i tx = lane_carries(c, compared4<Shape>(data, at.bit1 + x, at.pattern + x));
-            const __m256i ty = lane_carries(c, compared4<Shape>(data, at.bit2 + x, at.pattern + x));
+            const __m256i tx = lane_carries(c, compared4<Shape>(c, data, at.bit1 + x, at.pattern + x));
+            const __m256i ty = lane_carries(c, compared4<Shape>(c, data, at.bit2 + x, at.pattern + x));
             found |= found4(c, _mm256_and_si256(tx, ty)) << x;
         }
         return found;
@@ -302,7 +364,7 @@ CUCKOO_AVX2 uint32_t probe_first(const LookupConstants& c, const unsigned char* 
     } else {
         uint32_t found = 0;
         for (unsigned x = 0; x < len; x += 4)
-            found |= found4(c, lane_carries(c, compared4<Shape>(data, at.bit1 + x, at.pattern + x))) << x;
+            found |= found4(c, lane_carries(c, compared4<Shape>(c, data, at.bit1 + x, at.pattern + x))) << x;
         return found;
     }
 }
@@ -350,7 +412,7 @@ CUCKOO_AVX2 void write_found(uint32_t found, unsigned len, Out* out) {
 template <BucketShape Shape, class HashAt, class Out, class Stop>
 __attribute__((target("avx2"))) uint64_t lookup_one_pass_avx2(const Locator& loc, const TableProbe& probe, uint64_t n,
                                                               HashAt& hash_at, Out* out, Stop& should_stop) {
-    const LookupConstants c = lookup_constants(loc, probe);
+    const LookupConstants c = lookup_constants(loc, probe, vector_hash_block<HashAt>());
     alignas(32) uint64_t hash[kBatchBlock];
     LocatedLanes at;
     for (uint64_t start = 0; start < n; start += kBatchBlock) {
@@ -379,7 +441,7 @@ __attribute__((target("avx2"))) uint64_t lookup_two_pass_avx2(const Locator& loc
     // A local copy: stores into a bool output may alias anything, which would otherwise force
     // every member to be reloaded after each store.
     const TableProbe probe = probe_ref;
-    const LookupConstants c = lookup_constants(loc, probe);
+    const LookupConstants c = lookup_constants(loc, probe, vector_hash_block<HashAt>());
     alignas(32) uint64_t hash[kBatchBlock];
     TwoPassBlock ring[3];
     const uint64_t blocks = (n + kBatchBlock - 1) / kBatchBlock;
@@ -421,8 +483,8 @@ CUCKOO_AVX2 void count_both(const LookupConstants& c, const unsigned char* data,
     } else {
         alignas(32) uint64_t matched[4];
         for (unsigned x = 0; x < len; x += 4) {
-            const __m256i mx = zero_lanes4(c, lane_carries(c, compared4<Shape>(data, at.bit1 + x, at.pattern + x)));
-            const __m256i my = zero_lanes4(c, lane_carries(c, compared4<Shape>(data, at.bit2 + x, at.pattern + x)));
+            const __m256i mx = zero_lanes4(c, lane_carries(c, compared4<Shape>(c, data, at.bit1 + x, at.pattern + x)));
+            const __m256i my = zero_lanes4(c, lane_carries(c, compared4<Shape>(c, data, at.bit2 + x, at.pattern + x)));
             // As in pair_count: the match bits of bucket 2 moved down a bit never meet those of bucket
             // 1 (f >= 4), so one popcount a key counts both. AVX2 has no vector popcount.
             _mm256_store_si256(reinterpret_cast<__m256i*>(matched), _mm256_or_si256(mx, _mm256_srli_epi64(my, 1)));
@@ -442,7 +504,7 @@ __attribute__((target("avx2"))) uint64_t count_batch_avx2(const Locator& loc, co
                                                           uint64_t table_bytes, uint64_t n, HashAt& hash_at, Out* out,
                                                           Stop& should_stop) {
     const TableProbe probe = probe_ref;  // a local copy: see lookup_two_pass_avx2
-    const LookupConstants c = lookup_constants(loc, probe);
+    const LookupConstants c = lookup_constants(loc, probe, vector_hash_block<HashAt>());
     const bool prefetch = table_bytes > kTwoPassMinBytes;
     alignas(32) uint64_t hash[kBatchBlock];
     LocatedLanes ring[2];
@@ -469,10 +531,13 @@ __attribute__((target("avx2"))) uint64_t count_batch_avx2(const Locator& loc, co
     return n;
 }
 
-// locate_lanes as a function of its own (what the tests compare with Locator).
+// locate_lanes as a function of its own (what the tests compare with Locator): the AVX2 steps,
+// or (avx512 true, on a CPU that has it) the AVX-512 ones.
 __attribute__((target("avx2"))) inline void locate_lanes_avx2(const Locator& loc, const TableProbe& probe, uint64_t* hash,
-                                                               unsigned len, LocatedLanes& at) {
-    locate_lanes(lookup_constants(loc, probe), hash, len, at);
+                                                               unsigned len, LocatedLanes& at, bool avx512 = false) {
+    LookupConstants c = lookup_constants(loc, probe);
+    c.avx512 = avx512 && use_avx512();
+    locate_lanes(c, hash, len, at);
 }
 
 // Filter::contains_batch for a table of shape Shape and table_bytes bytes: same contract (returns
