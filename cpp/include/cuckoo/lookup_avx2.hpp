@@ -235,10 +235,10 @@ CUCKOO_AVX2 uint32_t semi_candidates(const LookupConstants& c, const unsigned ch
     for (unsigned x = 0; x < len; x += 4) {
         const uint32_t group = (wanted >> x) & 0xFu;
         if (group == 0) continue;
-        const __m256i mask = group_lanes(group);
         const __m256i at = _mm256_load_si256(reinterpret_cast<const __m256i*>(bits + x));
-        const __m256i words = _mm256_mask_i64gather_epi64(_mm256_setzero_si256(), reinterpret_cast<const long long*>(data),
-                                                          _mm256_srli_epi64(at, 3), mask, 1);
+        const __m256i words = group == 0xFu ? stored_words4(c, data, bits + x)
+                                            : _mm256_mask_i64gather_epi64(_mm256_setzero_si256(), reinterpret_cast<const long long*>(data),
+                                                                          _mm256_srli_epi64(at, 3), group_lanes(group), 1);
         const __m256i bucket = _mm256_srlv_epi64(words, _mm256_and_si256(at, _mm256_set1_epi64x(7)));
         _mm256_store_si256(reinterpret_cast<__m256i*>(stored + x), bucket);
         // The key's low bits (lane 0 of its pattern) repeated in the four low-bit lanes.
