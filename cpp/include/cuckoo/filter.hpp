@@ -437,6 +437,7 @@ protected:
         const kernels::LookupConstants c = kernels::lookup_constants(loc, probe, vector_hash_block<HashAt>());
         unsigned char* const data = table_.mutable_data();
         const bool unique = mode == InsertMode::Unique;
+        bool* const new_flags = unique ? was_new : nullptr;  // written for unique inserts only, as above
         alignas(32) uint64_t hashes[2][kBatchBlock];
         kernels::LocatedLanes located[2];
         kernels::InsertPlan plan;
@@ -475,20 +476,16 @@ protected:
                     unsigned char* p = data + plan.offset[x];
                     store_le64(p, load_le64(p) | plan.value[x]);
                     ++placed;
-                    if (was_new) was_new[start + x] = true;
+                    if (new_flags) new_flags[start + x] = true;
                     continue;
                 }
-                if (as_planned && unique && (plan.present >> x & 1)) {
-                    if (was_new) was_new[start + x] = false;
-                    continue;
-                }
+                // Not as planned, no room, or (unique) maybe present: the scalar way.
                 const KeyHash k = loc.locate(hash[x]);
-                if (unique && !as_planned) {
-                    const bool present = probe.either_contains<Shape>(bit1, bit2, probe.pattern_of(k.fp));
-                    if (was_new) was_new[start + x] = !present;
+                if (unique) {
+                    const bool present = as_planned ? (plan.present >> x & 1) != 0
+                                                    : probe.either_contains<Shape>(bit1, bit2, probe.pattern_of(k.fp));
+                    if (new_flags) new_flags[start + x] = !present;
                     if (present) continue;
-                } else if (was_new) {
-                    was_new[start + x] = true;
                 }
                 if ((!as_planned && place_if_room<Shape>(probe, k, bit1, bit2)) || insert_located(k)) continue;
                 count_ += placed;
