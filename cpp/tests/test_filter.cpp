@@ -644,6 +644,19 @@ TEST_CASE(batch_operations_equal_scalar_operations) {
     CHECK_MSG(completed * 10 >= batches * 9, std::to_string(completed) + " of " + std::to_string(batches));
 }
 
+// Inserts keys into `scalar` one by one (unique inserts or not) until one fails; returns how many
+// went in, checking that each unique insert's was_new[k] (from a batch) says what the scalar one did.
+uint64_t scalar_inserts_until_failure(Filter& scalar, const std::vector<uint64_t>& keys, bool unique, const bool* was_new) {
+    uint64_t done = 0;
+    for (; done < keys.size(); ++done) {
+        const uint64_t h = scalar.hash_int(keys[done]);
+        bool fresh = true;
+        if (!(unique ? scalar.insert_unique_hash(h, fresh) : scalar.insert_hash(h))) break;
+        if (unique) CHECK_EQ(was_new[done], fresh);
+    }
+    return done;
+}
+
 TEST_CASE(insert_batch_stops_at_the_first_failure) {
     for (unsigned b : kBucketSizes) {
         for (auto mode : {Filter::InsertMode::Always, Filter::InsertMode::Unique}) {
@@ -661,17 +674,7 @@ TEST_CASE(insert_batch_stops_at_the_first_failure) {
                 batch.insert_batch(keys.size(), IntKeys{&batch, &keys}, mode, was_new.get(), full, kNeverStop);
             CHECK(full);
             CHECK(done < keys.size());
-            uint64_t expected_done = 0;
-            for (; expected_done < keys.size(); ++expected_done) {
-                const uint64_t h = scalar.hash_int(keys[expected_done]);
-                bool ok, fresh = true;
-                if (unique)
-                    ok = scalar.insert_unique_hash(h, fresh);
-                else
-                    ok = scalar.insert_hash(h);
-                if (!ok) break;
-                if (unique) CHECK_EQ(was_new[expected_done], fresh);
-            }
+            const uint64_t expected_done = scalar_inserts_until_failure(scalar, keys, unique, was_new.get());
             CHECK_EQ(done, expected_done);
             CHECK(bytes_of(batch) == bytes_of(scalar));  // nothing after the failing key went in
             CHECK_EQ(batch.size(), scalar.size());
@@ -703,17 +706,7 @@ TEST_CASE(insert_batch_to_the_first_failure_equals_scalar_inserts) {
                     vector_keys
                         ? batch.insert_batch(keys.size(), VectorIntKeys{&batch, &keys}, mode, was_new.get(), full, kNeverStop)
                         : batch.insert_batch(keys.size(), IntKeys{&batch, &keys}, mode, was_new.get(), full, kNeverStop);
-                uint64_t expected_done = 0;
-                for (; expected_done < keys.size(); ++expected_done) {
-                    const uint64_t h = scalar.hash_int(keys[expected_done]);
-                    bool ok, fresh = true;
-                    if (unique)
-                        ok = scalar.insert_unique_hash(h, fresh);
-                    else
-                        ok = scalar.insert_hash(h);
-                    if (!ok) break;
-                    if (unique) CHECK_EQ(was_new[expected_done], fresh);
-                }
+                const uint64_t expected_done = scalar_inserts_until_failure(scalar, keys, unique, was_new.get());
                 CHECK_EQ(done, expected_done);
                 CHECK_EQ(full, done < keys.size());
                 if (f >= 8) CHECK(done > m * b / 2);  // into the eviction-heavy range (4-bit ones saturate early)

@@ -126,19 +126,14 @@ struct alignas(64) LocatedLanes {
     uint64_t pattern[kBatchBlock];
 };
 
-// Locator::locate of four hashes (see locate_block_body for the formulas), as bit positions and
-// fingerprint patterns.
-CUCKOO_AVX2 void locate4(const LookupConstants& c, __m256i h, __m256i& bit1, __m256i& bit2, __m256i& pattern) {
+// The steps of locate4 before mix64: i1 and the fingerprint.
+CUCKOO_AVX2 void locate4_first_bucket(const LookupConstants& c, __m256i h, __m256i& i1, __m256i& fp) {
     const __m256i lo = _mm256_and_si256(h, c.low32), hi = _mm256_srli_epi64(h, 32);
-    const __m256i i1 = _mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epu32(h, c.m_minus_1), lo), 32);
-    const __m256i fp =
-        _mm256_add_epi64(c.one, _mm256_srli_epi64(_mm256_sub_epi64(_mm256_sll_epi64(hi, c.f), hi), 32));
-    // mix64(fp): the first multiplicand is below 2^32 (fp ^ fp >> 30 with fp < 2^32).
-    __m256i g = _mm256_xor_si256(fp, _mm256_srli_epi64(fp, 30));
-    g = mul_small_by(g, c.mix1_lo, c.mix1_hi);
-    g = _mm256_xor_si256(g, _mm256_srli_epi64(g, 27));
-    g = mul_by(g, c.mix2_lo, c.mix2_hi);
-    g = _mm256_xor_si256(g, _mm256_srli_epi64(g, 31));
+    i1 = _mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epu32(h, c.m_minus_1), lo), 32);
+    fp = _mm256_add_epi64(c.one, _mm256_srli_epi64(_mm256_sub_epi64(_mm256_sll_epi64(hi, c.f), hi), 32));
+}
+// The steps after it: from i1 and g = mix64(fp), the alternate bucket and both buckets' bits.
+CUCKOO_AVX2 void locate4_buckets(const LookupConstants& c, __m256i i1, __m256i g, __m256i& bit1, __m256i& bit2) {
     const __m256i hb = _mm256_srli_epi64(_mm256_mul_epu32(g, c.blocks), 32);
     const __m256i ho = _mm256_add_epi64(c.one, _mm256_srli_epi64(_mm256_mul_epu32(_mm256_srli_epi64(g, 32), c.seven), 32));
     const __m256i diff = _mm256_sub_epi64(hb, _mm256_srli_epi64(i1, kBlockShift));
@@ -148,6 +143,19 @@ CUCKOO_AVX2 void locate4(const LookupConstants& c, __m256i h, __m256i& bit1, __m
                                        _mm256_xor_si256(_mm256_and_si256(i1, c.seven), ho));
     bit1 = _mm256_mul_epu32(i1, c.bucket_bits);
     bit2 = _mm256_mul_epu32(i2, c.bucket_bits);
+}
+// Locator::locate of four hashes (see locate_block_body for the formulas), as bit positions and
+// fingerprint patterns.
+CUCKOO_AVX2 void locate4(const LookupConstants& c, __m256i h, __m256i& bit1, __m256i& bit2, __m256i& pattern) {
+    __m256i i1, fp;
+    locate4_first_bucket(c, h, i1, fp);
+    // mix64(fp): the first multiplicand is below 2^32 (fp ^ fp >> 30 with fp < 2^32).
+    __m256i g = _mm256_xor_si256(fp, _mm256_srli_epi64(fp, 30));
+    g = mul_small_by(g, c.mix1_lo, c.mix1_hi);
+    g = _mm256_xor_si256(g, _mm256_srli_epi64(g, 27));
+    g = mul_by(g, c.mix2_lo, c.mix2_hi);
+    g = _mm256_xor_si256(g, _mm256_srli_epi64(g, 31));
+    locate4_buckets(c, i1, g, bit1, bit2);
     pattern = mul_small_by(fp, c.ones_lo, c.ones_hi);
 }
 
@@ -287,27 +295,17 @@ CUCKOO_AVX2 void semi_count(const LookupConstants& c, const unsigned char* data,
 // The keys of a block of len keys, as a bit set.
 inline uint32_t block_keys(unsigned len) { return len == kBatchBlock ? ~0u : (1u << len) - 1; }
 
-// locate4 with AVX-512's 64-bit multiply: the same steps (each checked against Locator by the
-// C++ tests), with mix64's and the pattern's multiplies as one vpmullq each.
+// locate4 with AVX-512's 64-bit multiply: mix64's and the pattern's multiplies as one vpmullq
+// each (the C++ tests check both copies against Locator).
 CUCKOO_AVX512 void locate4_avx512(const LookupConstants& c, __m256i h, __m256i& bit1, __m256i& bit2, __m256i& pattern) {
-    const __m256i lo = _mm256_and_si256(h, c.low32), hi = _mm256_srli_epi64(h, 32);
-    const __m256i i1 = _mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epu32(h, c.m_minus_1), lo), 32);
-    const __m256i fp =
-        _mm256_add_epi64(c.one, _mm256_srli_epi64(_mm256_sub_epi64(_mm256_sll_epi64(hi, c.f), hi), 32));
+    __m256i i1, fp;
+    locate4_first_bucket(c, h, i1, fp);
     __m256i g = _mm256_xor_si256(fp, _mm256_srli_epi64(fp, 30));
     g = _mm256_mullo_epi64(g, c.mix1);
     g = _mm256_xor_si256(g, _mm256_srli_epi64(g, 27));
     g = _mm256_mullo_epi64(g, c.mix2);
     g = _mm256_xor_si256(g, _mm256_srli_epi64(g, 31));
-    const __m256i hb = _mm256_srli_epi64(_mm256_mul_epu32(g, c.blocks), 32);
-    const __m256i ho = _mm256_add_epi64(c.one, _mm256_srli_epi64(_mm256_mul_epu32(_mm256_srli_epi64(g, 32), c.seven), 32));
-    const __m256i diff = _mm256_sub_epi64(hb, _mm256_srli_epi64(i1, kBlockShift));
-    const __m256i wrapped = _mm256_cmpgt_epi64(_mm256_setzero_si256(), diff);
-    const __m256i alt_block = _mm256_add_epi64(diff, _mm256_and_si256(wrapped, c.blocks));
-    const __m256i i2 = _mm256_or_si256(_mm256_slli_epi64(alt_block, kBlockShift),
-                                       _mm256_xor_si256(_mm256_and_si256(i1, c.seven), ho));
-    bit1 = _mm256_mul_epu32(i1, c.bucket_bits);
-    bit2 = _mm256_mul_epu32(i2, c.bucket_bits);
+    locate4_buckets(c, i1, g, bit1, bit2);
     pattern = _mm256_mullo_epi64(fp, c.lane_ones);
 }
 
