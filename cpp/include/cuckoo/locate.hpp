@@ -35,6 +35,7 @@
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) && \
     !defined(CUCKOO_NO_RUNTIME_DISPATCH)
 #define CUCKOO_X86_DISPATCH 1
+#include <cpuid.h>
 #else
 #define CUCKOO_X86_DISPATCH 0
 #endif
@@ -164,29 +165,50 @@ __attribute__((target("avx2"))) inline void hash_u64_block_avx2(const uint64_t* 
 }
 #endif
 
+#if CUCKOO_X86_DISPATCH
+// What this CPU and its OS allow, read once with CPUID and XGETBV (bit positions from Intel's and
+// AMD's manuals). Not __builtin_cpu_supports: in binaries linked by zig's Clang (.ci/cross.sh)
+// it answered 0 for every feature, so the vector kernels compiled by Clang never ran there.
+struct VectorSupport {
+    bool avx2 = false;
+    bool avx512 = false;  // F, DQ and VL, with the OS saving the opmask and ZMM registers
+};
+inline VectorSupport detect_vector_support() noexcept {
+    VectorSupport s;
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return s;
+    const bool osxsave = c & (1u << 27), avx = c & (1u << 28);
+    if (!osxsave || !avx) return s;
+    unsigned xcr0_low, xcr0_high;
+    __asm__ volatile("xgetbv" : "=a"(xcr0_low), "=d"(xcr0_high) : "c"(0));
+    (void)xcr0_high;
+    if ((xcr0_low & 0x6u) != 0x6u) return s;  // the OS saves the XMM and YMM registers
+    if (__get_cpuid_max(0, nullptr) < 7) return s;
+    __cpuid_count(7, 0, a, b, c, d);
+    s.avx2 = (b & (1u << 5)) != 0;
+    const bool zmm_saved = (xcr0_low & 0xE0u) == 0xE0u;  // opmask, ZMM_Hi256, Hi16_ZMM
+    s.avx512 = s.avx2 && zmm_saved && (b & (1u << 16)) && (b & (1u << 17)) && (b & (1u << 31));
+    return s;
+}
+inline VectorSupport vector_support() noexcept {
+    static const VectorSupport s = detect_vector_support();
+    return s;
+}
+#endif
+
 // Whether the AVX2 copies run on this CPU (decided once).
 inline bool use_avx2() noexcept {
 #if CUCKOO_X86_DISPATCH
-    static const bool yes = [] {
-        __builtin_cpu_init();
-        return __builtin_cpu_supports("avx2") != 0;
-    }();
-    return yes;
+    return vector_support().avx2;
 #else
     return false;
 #endif
 }
 
-// Whether the AVX-512 copies (F, VL and DQ; see avx2.hpp) run on this CPU and OS (decided once;
-// GCC's and Clang's checks include the OS saving the AVX-512 registers).
+// Whether the AVX-512 copies (F, VL and DQ; see avx2.hpp) run on this CPU and OS (decided once).
 inline bool use_avx512() noexcept {
 #if CUCKOO_X86_DISPATCH
-    static const bool yes = [] {
-        __builtin_cpu_init();
-        return use_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-               __builtin_cpu_supports("avx512dq");
-    }();
-    return yes;
+    return vector_support().avx512;
 #else
     return false;
 #endif
