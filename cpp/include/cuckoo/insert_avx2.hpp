@@ -4,9 +4,9 @@
 // Why: the scalar placement (Filter::place_if_room: two loads, two zero-lane tests, two counts, a
 // choice, a store) cost 11-17 ns a key at 10^6 keys, three times a lookup of both buckets with
 // the AVX2 lookup kernel, although it reads the same two buckets. Here the decisions of a block
-// come from gathers and vector arithmetic, as lookups do, and what is left for each key is
-// scalar and short: check that its two buckets still hold the words the decision was made from,
-// and OR the fingerprint into its slot.
+// come from the same bucket reads and vector arithmetic as lookups, and what is left for each
+// key is scalar and short: check that its two buckets still hold the words the decision was
+// made from, and OR the fingerprint into its slot.
 //
 // Decisions are taken on the table as it was before the block, but keys are inserted one by one
 // in order (bulk == scalar: the same bytes as scalar inserts). A key's decision depends only on

@@ -4,8 +4,9 @@
 // Why a kernel of its own: the generic bulk loop (Filter::for_each_located) locates a block with a
 // vectorized loop but then probes key by key, and that scalar probe (two loads, two SWAR zero-lane
 // tests, a compare and a store) cost more than hashing and locating together. Here the probe
-// stays in vector registers: the bucket words of four keys come with one gather per bucket, the
-// zero-lane tests run on four lanes, and one movemask gives four results. Only tables whose
+// stays in vector registers: the bucket words of four keys come as one vector per bucket (four
+// loads or one gather: see stored_words4), the zero-lane tests run on four lanes, and one
+// movemask gives four results. Only tables whose
 // buckets are read as one 8-byte load go this way (BucketShape::Aligned and OneLoad: b*f + 7 <=
 // 64, which includes the default layouts; and semi-sorted buckets, compared in two steps, see
 // semi_candidates); the others keep the generic loop.
