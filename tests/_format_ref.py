@@ -236,6 +236,20 @@ def locate(h: int, bucket_count: int, fingerprint_bits: int) -> tuple:
     return (i1, alt_index(i1, fp, bucket_count), fp)
 
 
+def nested_locate(h: int, base_bucket_count: int, base_fingerprint_bits: int, level: int) -> tuple:
+    """(i1, i2, fp) of a key hash in a growth stage of nesting level k >= 1 (format version 3) on
+    a first stage of m0 buckets and f0-bit fingerprints: m0 * 2^k buckets, f0 + e bits, e =
+    min(k, 32 - f0)."""
+    m0, f0, k = base_bucket_count, base_fingerprint_bits, level
+    e = min(k, 32 - f0)
+    i1 = ((h & 0xFFFFFFFF) * (m0 << k)) >> 32
+    fp = 1 + ((((h >> 32) * ((1 << f0) - 1)) << e) >> 32)
+    fp0 = 1 + ((fp - 1) >> e)
+    s = ((fp - 1) & ((1 << e) - 1)) << (k - e)
+    i2 = (alt_index(i1 >> k, fp0, m0) << k) | ((i1 & ((1 << k) - 1)) ^ s)
+    return (i1, i2, fp)
+
+
 def bucket_indices(key: Any, seed: int, bucket_count: int, fingerprint_bits: int, hash_algorithm: str = "xxh3") -> tuple:
     return locate(key_hash(key, seed, hash_algorithm), bucket_count, fingerprint_bits)
 

@@ -189,9 +189,10 @@ def test_fields_behind_valid_checksums(case):
         except cuckoo.FormatError:
             continue
         # Accepted: then it is exactly what the header says, and the header describes this table.
-        assert h["version"] in (1, 2) and h["stage_count"] == 1 and h["hash_algorithm"] in (1, 2)
-        # stage layout (version 2 only): 0 plain, 1 semi-sorted
-        assert g.semi_sort == (h["version"] == 2 and s["reserved"] == 1)
+        assert h["version"] in (1, 2, 3) and h["stage_count"] == 1 and h["hash_algorithm"] in (1, 2)
+        # stage layout (versions 2 and 3): 0 plain, 1 semi-sorted; the nesting level of version 3
+        # (the reserved field's high half) is 0 for the first stage
+        assert g.semi_sort == (h["version"] >= 2 and s["reserved"] == 1)
         assert g.hash_algorithm == {1: "xxh64", 2: "xxh3"}[h["hash_algorithm"]]
         assert h["flags"] in (0, 1) and g.growable == bool(h["flags"])  # bit 0: growable
         # max_kicks: read as at most 65,536 (issue 20)

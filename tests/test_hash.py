@@ -328,3 +328,52 @@ def test_golden_bucket_indices(hash_algorithm, key, seed, capacity, bucket_size,
     )
     assert flt.bucket_indices(key) == expected
     assert ref_bucket_indices(key, seed, flt.bucket_count, fingerprint_bits, hash_algorithm) == expected
+
+
+# ---- growth stages nested on the first (format version 3) ------------------------------------
+
+from _format_ref import nested_locate as ref_nested_locate  # noqa: E402
+import _format_ref as ref  # noqa: E402
+
+
+@pytest.mark.parametrize("f0", [4, 12, 29, 31])
+@pytest.mark.parametrize("bucket_size", [2, 4, 8])
+def test_nested_stages_store_keys_where_the_reference_says(f0, bucket_size):
+    # Every fingerprint stored in a growth stage sits in a bucket of a key, at the fingerprint,
+    # that docs/format.md's nested derivation gives (f0 = 29, 31: the width stops at 32 bits).
+    f = cuckoo.Filter(30, fingerprint_bits=f0, bucket_size=bucket_size, growable=True, seed=11)
+    keys = list(range(2000))
+    f.add_many(keys)
+    data = f.to_bytes()
+    head = ref.parse(data)
+    assert head["version"] == 3 and len(head["stages"]) >= 4
+    m0 = head["stages"][0]["bucket_count"]
+    hashes = [ref_hash(k, 11) for k in keys]
+    for st, table in zip(head["stages"], ref.tables(data)):
+        level = st["reserved"] >> 32
+        assert st["bucket_count"] == m0 << level and st["fingerprint_bits"] == min(f0 + level, 32)
+        where = set()
+        for h in hashes:
+            i1, i2, fp = ref_nested_locate(h, m0, f0, level) if level else ref_locate(h, m0, f0)
+            where |= {(i1, fp), (i2, fp)}
+        stored = ref.slots(table, st["fingerprint_bits"])
+        for n, fp in enumerate(stored):
+            assert fp == 0 or (n // bucket_size, fp) in where, (level, n, fp)
+        assert sum(1 for fp in stored if fp) == st["item_count"]
+    assert [st["reserved"] >> 32 for st in head["stages"]] == list(range(len(head["stages"])))
+
+
+def test_nested_derivation_refines_every_lower_level():
+    # What makes deletes in a grown filter safe (StagedFilter::erase_hash): a key's bucket pair
+    # and fingerprint at level k give them at every level j < k, by dropping low bits.
+    r = random.Random(27)
+    for _ in range(3000):
+        h, m0, f0 = r.getrandbits(64), 8 * r.randrange(1, 5000), r.randrange(4, 33)
+        k = r.randrange(1, 12)
+        i1, i2, fp = ref_nested_locate(h, m0, f0, k)
+        assert i1 != i2 and ref_nested_locate(h, m0, f0, k)[:2] == (i1, i2)
+        for j in range(k):
+            lo = ref_nested_locate(h, m0, f0, j) if j else ref_locate(h, m0, f0)
+            ek, ej = min(k, 32 - f0), min(j, 32 - f0)
+            assert lo[2] == 1 + ((fp - 1) >> (ek - ej))
+            assert {i1 >> (k - j), i2 >> (k - j)} == {lo[0], lo[1]}

@@ -326,7 +326,7 @@ TEST_CASE(semi_sorted_growth) {
     CHECK(!g.stage(3).semi_sorted());  // f = 17
     for (uint64_t k : keys) CHECK(g.contains_hash(g.hasher().hash_int(k)));
     const std::vector<unsigned char> bytes = cuckoo::format::to_bytes(g);
-    CHECK_EQ(cuckoo::format::get_le32(bytes.data() + 8), 2u);
+    CHECK_EQ(cuckoo::format::get_le32(bytes.data() + 8), 3u);  // nested growth stages: version 3
     const cuckoo::StagedFilter back = cuckoo::format::from_bytes(bytes.data(), bytes.size());
     CHECK(back == g);
     CHECK(back.stage(0).semi_sorted() && !back.stage(3).semi_sorted());

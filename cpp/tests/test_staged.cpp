@@ -152,4 +152,37 @@ TEST_CASE(set_union_keeps_the_larger_count) {
     }
 }
 
+// Issue 27: growth stages are nested on the first (cuckoo/locate.hpp), so a key's place at level
+// k gives its place at level 0 by dropping low bits; then every delete of an added key succeeds.
+TEST_CASE(nested_stages_refine_the_first_and_deletes_always_succeed) {
+    for (unsigned f0 : {4u, 13u, 30u}) {
+        cktest::context() = "f0=" + std::to_string(f0);
+        const Filter base = Filter::for_capacity(1000, 0.0, f0, 4, 500, 3);
+        for (unsigned level = 1; level <= 6; ++level) {
+            const Filter st = Filter::nested_on(base, level, 1000u << level, false);
+            CHECK_EQ(st.bucket_count(), base.bucket_count() << level);
+            const unsigned bits = std::min(f0 + level, 32u);
+            CHECK_EQ(st.fingerprint_bits(), bits);
+            for (uint64_t h : distinct_keys(2000, level)) {
+                const cuckoo::KeyHash k = st.locate(h), k0 = base.locate(h);
+                CHECK_EQ(k.i1 >> level, k0.i1);
+                CHECK_EQ(k.i2 >> level, k0.i2);
+                CHECK_EQ(1 + ((k.fp - 1) >> st.fp_shift()), k0.fp);
+                CHECK(k.i1 != k.i2 && st.alt_index(k.i2, k.fp) == k.i1);
+            }
+        }
+        // Few fingerprint bits: many keys match in several stages, where deletes were refused.
+        StagedFilter g = growable(100, f0 == 30 ? 30 : 6);
+        const std::vector<uint64_t> keys = distinct_keys(20000, 27);
+        for (uint64_t k : keys) REQUIRE(g.insert_hash(g.hasher().hash_int(k)));
+        REQUIRE(g.stage_count() >= 5);
+        for (size_t i = 0; i < keys.size(); ++i) {
+            CHECK(g.erase_hash(g.hasher().hash_int(keys[i])));
+            if (i % 4999 == 0)
+                for (size_t j = i + 1; j < keys.size(); ++j) CHECK(g.contains_hash(g.hasher().hash_int(keys[j])));
+        }
+        CHECK_EQ(g.size(), 0u);
+    }
+}
+
 int main(int argc, char** argv) { return cktest::run_all(argc, argv); }

@@ -3,6 +3,9 @@
     python tests/data/make_golden.py xxh3    # golden_v1_xxh3.cuckoo, golden_v1_xxh3_keys.json
     python tests/data/make_golden.py xxh64   # golden_v1.cuckoo, golden_v1_keys.json (the first)
     python tests/data/make_golden.py semisort  # golden_v2_semisort.*: version 2, semi-sorted buckets
+    python tests/data/make_golden.py grown-v1  # golden_v1_grown.*: a growable filter that grew, with
+                                               # the growth stages of f0df2c2 (written by that build)
+    python tests/data/make_golden.py grown-v3  # golden_v3_grown.*: the same with nested stages
 
 They are committed and must never be regenerated: tests/test_persistence.py checks that every
 later release still reads each golden file and gives the same answers and the same (i1, i2,
@@ -48,7 +51,11 @@ def encode(key: object) -> dict:
 
 def main(hash_algorithm: str) -> None:
     version = 1
-    if hash_algorithm == "semisort":  # format version 2: the same filter with semi-sorted buckets
+    if hash_algorithm.startswith("grown-"):  # growable, capacity 8: the keys make it grow
+        params = dict(PARAMS, capacity=8, hash_algorithm="xxh3", growable=True)
+        version = int(hash_algorithm[-1])
+        stem = f"golden_v{version}_grown"
+    elif hash_algorithm == "semisort":  # format version 2: the same filter with semi-sorted buckets
         params = dict(PARAMS, hash_algorithm="xxh3", semi_sort=True)
         stem, version = "golden_v2_semisort", 2
     elif hash_algorithm == "xxh64":
@@ -69,6 +76,7 @@ def main(hash_algorithm: str) -> None:
         "file": f"{stem}.cuckoo",
         "parameters": params,
         "bucket_count": f.bucket_count,
+        "stages": [{k: st[k] for k in ("bucket_count", "fingerprint_bits", "capacity", "items")} for st in f.stages],
         "items": len(f),
         "keys": keys,
     }

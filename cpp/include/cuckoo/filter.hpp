@@ -8,6 +8,7 @@
 // is needed.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -89,8 +90,10 @@ inline uint64_t bucket_count_for(uint64_t capacity, unsigned bucket_size, bool s
 
 // 1 - (1 - 1/(2^f - 1))^(2 b load): the chance that one of the 2b slots an absent key is compared
 // with holds its fingerprint, with fingerprints uniform over the 2^f - 1 non-zero values.
-inline double expected_fpr(unsigned fingerprint_bits, unsigned bucket_size, double load) {
-    const double p = 1.0 / (std::ldexp(1.0, static_cast<int>(fingerprint_bits)) - 1.0);
+// fp_shift > 0 (a nested stage, locate.hpp): the values are the (2^(f - e) - 1) 2^e of its formula.
+inline double expected_fpr(unsigned fingerprint_bits, unsigned bucket_size, double load, unsigned fp_shift = 0) {
+    const int base = static_cast<int>(fingerprint_bits - fp_shift);
+    const double p = 1.0 / std::ldexp(std::ldexp(1.0, base) - 1.0, static_cast<int>(fp_shift));
     return -std::expm1(2.0 * bucket_size * load * std::log1p(-p));
 }
 
@@ -167,13 +170,45 @@ public:
     uint64_t size() const noexcept { return count_; }
     double load_factor() const noexcept { return static_cast<double>(count_) / static_cast<double>(slot_count()); }
     uint64_t table_bytes() const noexcept { return table_.data_bytes(); }
-    double expected_fpr() const noexcept { return cuckoo::expected_fpr(fingerprint_bits(), bucket_size(), load_factor()); }
-    double fpr_bound() const noexcept { return cuckoo::expected_fpr(fingerprint_bits(), bucket_size(), 1.0); }
+    double expected_fpr() const noexcept {
+        return cuckoo::expected_fpr(fingerprint_bits(), bucket_size(), load_factor(), fp_shift_);
+    }
+    double fpr_bound() const noexcept { return cuckoo::expected_fpr(fingerprint_bits(), bucket_size(), 1.0, fp_shift_); }
     const InsertStats& stats() const noexcept { return stats_; }
     const PackedTable& table() const noexcept { return table_; }
 
     // ---- hashing ----
-    Locator locator() const noexcept { return Locator{bucket_count(), block_count_, fingerprint_bits()}; }
+    Locator locator() const noexcept { return Locator{bucket_count(), block_count_, fingerprint_bits(), level_, fp_shift_}; }
+    // 0, or the level of a nested stage (cuckoo/locate.hpp): then the stage refines `base`
+    // geometry, and a key's (bucket pair, fingerprint) here determines it in every stage of a
+    // lower level built on the same base.
+    unsigned nest_level() const noexcept { return level_; }
+    unsigned fp_shift() const noexcept { return fp_shift_; }
+
+    // The stage of level `level` >= 1 nested on `base` (a plain level-0 filter): m0 << level
+    // buckets, min(f0 + level, 32) fingerprint bits, sized for `capacity` keys.
+    static Filter nested_on(const Filter& base, unsigned level, uint64_t capacity, bool semi_sorted) {
+        if (base.level_ != 0 || level == 0 || level > 31 || (base.bucket_count() << level) > kMaxBucketCount)
+            throw std::length_error("capacity is too large: a filter holds at most 2^32 buckets");
+        const unsigned f0 = base.fingerprint_bits();
+        const unsigned e = std::min(level, kMaxFingerprintBits - f0);
+        Filter f(base.bucket_count() << level, base.bucket_size(), f0 + e, base.max_kicks(), base.seed(),
+                 base.hash_algorithm(), semi_sorted);
+        f.capacity_ = capacity;
+        f.level_ = level;
+        f.fp_shift_ = e;
+        return f;
+    }
+    // Entries of the table by bucket: how many copies of `fp` the pair of `bucket` holds, and one
+    // copy removed or added there (false: none there / no room within max_kicks).
+    unsigned count_entry(uint64_t bucket, uint32_t fp) const noexcept {
+        return table_.count(bucket, fp) + table_.count(alt_index(bucket, fp), fp);
+    }
+    bool erase_entry(uint64_t bucket, uint32_t fp) {
+        require_writable();
+        return erase_located(KeyHash{bucket, alt_index(bucket, fp), fp});
+    }
+    bool insert_entry(uint64_t bucket, uint32_t fp) { return insert_located(KeyHash{bucket, alt_index(bucket, fp), fp}); }
     uint32_t fingerprint_of(uint64_t h) const noexcept { return locator().fingerprint_of(h); }
     uint64_t index_of(uint64_t h) const noexcept { return locator().index_of(h); }
     uint64_t alt_index(uint64_t index, uint32_t fp) const noexcept { return locator().alt_index(index, fp); }
@@ -262,7 +297,8 @@ public:
             constexpr BucketShape Shape = decltype(shape)::value;
 #if CUCKOO_X86_DISPATCH
             if constexpr (Shape == BucketShape::Aligned || Shape == BucketShape::OneLoad) {
-                if (kernels::use_avx2()) return insert_loop_avx2<Shape>(probe, n, hash_at, mode, was_new, full, should_stop);
+                if (kernels::use_avx2() && level_ == 0)  // the vector kernels know the level-0 formulas only
+                    return insert_loop_avx2<Shape>(probe, n, hash_at, mode, was_new, full, should_stop);
             }
 #endif
             return for_each_located(n, hash_at, should_stop, [&](uint64_t j, const LocatedBlock& b, unsigned x) {
@@ -293,7 +329,7 @@ public:
     bool same_layout(const Filter& o) const noexcept {
         return bucket_count() == o.bucket_count() && bucket_size() == o.bucket_size() &&
                fingerprint_bits() == o.fingerprint_bits() && semi_sorted() == o.semi_sorted() && seed_ == o.seed_ &&
-               hash_algorithm_ == o.hash_algorithm_;
+               hash_algorithm_ == o.hash_algorithm_ && level_ == o.level_ && fp_shift_ == o.fp_shift_;
     }
     // Equal parameters and the same multiset of stored (bucket pair, fingerprint) entries: where
     // in its two buckets a fingerprint sits depends on insertion history, not on which keys were
@@ -390,8 +426,10 @@ public:
     // state the table does not hold. Parameters are checked like the constructor's; `count` must
     // not exceed the slots. Insert statistics start at zero. The caller (the format reader) is
     // responsible for `count` matching the table.
+    // A nested stage (level >= 1) also needs its level and fp_shift; the format reader checks them
+    // against its first stage.
     static Filter from_parts(PackedTable table, unsigned max_kicks, uint64_t seed, HashAlgorithm hash_algorithm,
-                             uint64_t capacity, uint64_t count) {
+                             uint64_t capacity, uint64_t count, unsigned level = 0, unsigned fp_shift = 0) {
         check_params(table.bucket_count(), table.bucket_size(), table.fingerprint_bits(), table.semi_sorted());
         if (count > table.slot_count()) throw std::invalid_argument("item count exceeds the slots of the table");
         // The smallest valid table, replaced at once: keeps the class free of a half-built state.
@@ -400,6 +438,8 @@ public:
         f.table_ = std::move(table);
         f.capacity_ = capacity;
         f.count_ = count;
+        f.level_ = level;
+        f.fp_shift_ = fp_shift;
         f.init_derived();
         return f;
     }
@@ -414,7 +454,7 @@ protected:
 #if CUCKOO_X86_DISPATCH
         // One-load buckets on an AVX2 CPU: the vector kernel (same results, fewer cycles).
         if constexpr (lookup_kernel_reads(Shape)) {
-            if (kernels::use_avx2())
+            if (kernels::use_avx2() && level_ == 0)
                 return kernels::lookup_batch_avx2<Shape>(locator(), probe, table_bytes(), n, hash_at, out, should_stop);
         }
 #endif
@@ -504,7 +544,7 @@ protected:
     uint64_t count_loop(const TableProbe probe, uint64_t n, HashAt& hash_at, Out* out, Stop& should_stop) const {
 #if CUCKOO_X86_DISPATCH
         if constexpr (lookup_kernel_reads(Shape)) {
-            if (kernels::use_avx2())
+            if (kernels::use_avx2() && level_ == 0)
                 return kernels::count_batch_avx2<Shape>(locator(), probe, table_bytes(), n, hash_at, out, should_stop);
         }
 #endif
@@ -684,6 +724,8 @@ protected:
     uint64_t capacity_ = 0;
     uint64_t count_ = 0;
     uint64_t block_count_ = 0;
+    unsigned level_ = 0;     // see nest_level()
+    unsigned fp_shift_ = 0;  // see Locator::fp_shift
     InsertStats stats_;
     std::vector<EvictNode> search_nodes_;
 };

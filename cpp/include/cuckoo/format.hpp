@@ -19,6 +19,10 @@
 //   stage's bucket layout (0 plain, 1 semi-sorted: cuckoo/semisort.hpp). It is written only for
 //   filters with a semi-sorted stage, so that version-1 readers refuse them by their version;
 //   every other filter is still written as version 1.
+//   Version 3 is version 2 with the last 4 bytes of a stage record's reserved field used as the
+//   stage's nesting level (0, or k >= 1: a growth stage nested on stage 0, cuckoo/locate.hpp). It
+//   is written only for filters with a nested stage (growable filters that grew), so that earlier
+//   readers, which would locate keys in such a stage wrongly, refuse them by their version.
 //   then for each stage, at the next 64-byte-aligned offset: its packed table, followed by at
 //   least kTablePadding zero bytes up to the next 64-byte-aligned offset (the next table or the
 //   end of the file). Every gap byte is zero.
@@ -54,8 +58,9 @@ public:
 namespace format {
 
 constexpr unsigned char kMagic[8] = {'C', 'U', 'C', 'K', 'O', 'O', 'F', '\0'};
-constexpr uint32_t kVersion = 2;          // the newest version this build writes and reads
+constexpr uint32_t kVersion = 3;          // the newest version this build writes and reads
 constexpr uint32_t kPlainVersion = 1;     // what it writes for filters without semi-sorted stages
+constexpr uint32_t kSemiSortedVersion = 2;  // ... with a semi-sorted stage and no nested one
 constexpr uint32_t kFlagGrowable = 1u;    // bit 0: a growable filter (stages added as it fills)
 constexpr uint32_t kKnownFlags = kFlagGrowable;
 constexpr uint64_t kHeaderChecksumSeed = 0;
@@ -79,7 +84,8 @@ constexpr size_t kBucketSizeAt = 0, kFingerprintBitsAt = 4, kBucketCountAt = 8, 
                  kStageCapacityAt = 24, kTableOffsetAt = 32, kTableLengthAt = 40, kTableChecksumAt = 48,
                  kStageReservedAt = 56;
 // Version 2: the stage record's reserved field is a u32 layout and 4 reserved bytes.
-constexpr size_t kStageLayoutAt = 56, kStageReserved2At = 60;
+// Version 3: a u32 layout and a u32 nesting level.
+constexpr size_t kStageLayoutAt = 56, kStageReserved2At = 60, kStageLevelAt = 60;
 constexpr uint32_t kLayoutPlain = 0, kLayoutSemiSorted = 1;
 }  // namespace v1
 
@@ -93,6 +99,8 @@ struct StageInfo {
     uint64_t table_length = 0;
     uint64_t table_checksum = 0;
     bool semi_sorted = false;
+    uint32_t level = 0;     // version 3: the nesting level
+    uint32_t fp_shift = 0;  // derived: fingerprint bits beyond stage 0's (level >= 1)
 };
 
 // A parsed, validated header: every field checked and the layout matches `size`.
@@ -158,6 +166,8 @@ inline std::vector<StageInfo> stages_of(const StagedFilter& f) {
         s.bucket_size = st.bucket_size();
         s.fingerprint_bits = st.fingerprint_bits();
         s.semi_sorted = st.semi_sorted();
+        s.level = st.nest_level();
+        s.fp_shift = st.fp_shift();
         s.bucket_count = st.bucket_count();
         s.item_count = st.size();
         s.capacity = st.capacity();
@@ -182,11 +192,13 @@ inline std::vector<unsigned char> header_bytes(const StagedFilter& f) {
     const uint64_t n = stages.size();
     const bool any_semi_sorted =
         std::any_of(stages.begin(), stages.end(), [](const StageInfo& s) { return s.semi_sorted; });
+    const bool any_nested = std::any_of(stages.begin(), stages.end(), [](const StageInfo& s) { return s.level != 0; });
+    const uint32_t version = any_nested ? kVersion : any_semi_sorted ? kSemiSortedVersion : kPlainVersion;
     const uint64_t hlen = header_length_for(n);
     std::vector<unsigned char> h(static_cast<size_t>(hlen), 0);
     unsigned char* p = h.data();
     std::memcpy(p + v1::kMagicAt, kMagic, sizeof kMagic);
-    put_le(p + v1::kVersionAt, any_semi_sorted ? kVersion : kPlainVersion, 4);
+    put_le(p + v1::kVersionAt, version, 4);
     put_le(p + v1::kHeaderLengthAt, hlen, 4);
     put_le(p + v1::kFileLengthAt, serialized_size(f), 8);
     put_le(p + v1::kFlagsAt, f.growable() ? kFlagGrowable : 0, 4);
@@ -207,7 +219,8 @@ inline std::vector<unsigned char> header_bytes(const StagedFilter& f) {
         put_le(r + v1::kTableOffsetAt, s.table_offset, 8);
         put_le(r + v1::kTableLengthAt, s.table_length, 8);
         put_le(r + v1::kTableChecksumAt, s.table_checksum, 8);
-        if (any_semi_sorted) put_le(r + v1::kStageLayoutAt, s.semi_sorted ? v1::kLayoutSemiSorted : v1::kLayoutPlain, 4);
+        if (version >= 2) put_le(r + v1::kStageLayoutAt, s.semi_sorted ? v1::kLayoutSemiSorted : v1::kLayoutPlain, 4);
+        if (version >= 3) put_le(r + v1::kStageLevelAt, s.level, 4);
     }
     const uint64_t sum = xxh64(p, static_cast<size_t>(hlen - kChecksumBytes), kHeaderChecksumSeed);
     put_le(p + hlen - kChecksumBytes, sum, 8);
@@ -287,6 +300,23 @@ inline void check_stage(const StageInfo& s, uint32_t i) {
         fail(st + "capacity " + std::to_string(s.capacity) + " is invalid (must be 1.." + std::to_string(slots) + ")");
 }
 
+// A nested stage (level >= 1, version 3): the geometry its level gives on stage 0 (`base`,
+// checked before), which the level's hashing needs; sets its fp_shift.
+inline void check_nesting(StageInfo& s, const StageInfo& base, uint32_t i) {
+    const std::string st = "stage " + std::to_string(i) + ": ";
+    if (i == 0) fail(st + "nesting level " + std::to_string(s.level) + ": the first stage has level 0");
+    if (s.level > 31 || (base.bucket_count << s.level) != s.bucket_count)
+        fail(st + "nesting level " + std::to_string(s.level) + " needs " +
+             (s.level > 31 ? std::string("a level of at most 31") : std::to_string(base.bucket_count << s.level) + " buckets") +
+             ", it has " + std::to_string(s.bucket_count));
+    const uint32_t e = std::min<uint32_t>(s.level, kMaxFingerprintBits - base.fingerprint_bits);
+    if (s.bucket_size != base.bucket_size || s.fingerprint_bits != base.fingerprint_bits + e)
+        fail(st + "nesting level " + std::to_string(s.level) + " needs " + std::to_string(base.bucket_size) +
+             "-slot buckets of " + std::to_string(base.fingerprint_bits + e) + "-bit fingerprints, it has " +
+             std::to_string(s.bucket_size) + " of " + std::to_string(s.fingerprint_bits));
+    s.fp_shift = e;
+}
+
 // The header length field of version 1 (data holds the fixed header), checked to be one a header
 // can have: at most 4,168 bytes.
 inline uint64_t header_length_v1(const unsigned char* data) {
@@ -301,7 +331,7 @@ inline uint64_t header_length_v1(const unsigned char* data) {
 // Version 1. `data` has `size` bytes and starts with the magic and a version field of 1. With
 // whole = false, `data` may hold just the header: the layout is checked against the file length
 // the header declares, not against `size`, and nothing after the header is read.
-// Version 2 (`version`) differs only in the stage records' layout field.
+// Versions 2 and 3 (`version`) differ only in the stage records' layout and level fields.
 inline Header parse_v1(const unsigned char* data, size_t size, bool whole, uint32_t version = 1) {
     Header h;
     h.version = version;
@@ -353,8 +383,10 @@ inline Header parse_v1(const unsigned char* data, size_t size, bool whole, uint3
         s.table_offset = get_le64(r + v1::kTableOffsetAt);
         s.table_length = get_le64(r + v1::kTableLengthAt);
         s.table_checksum = get_le64(r + v1::kTableChecksumAt);
-        if (version == 1 ? get_le64(r + v1::kStageReservedAt) != 0 : get_le32(r + v1::kStageReserved2At) != 0)
+        if (version == 1 ? get_le64(r + v1::kStageReservedAt) != 0
+                         : version == 2 && get_le32(r + v1::kStageReserved2At) != 0)
             fail("corrupt header: reserved field of stage " + std::to_string(i) + " is not zero");
+        if (version >= 3) s.level = get_le32(r + v1::kStageLevelAt);
         if (version >= 2) {
             const uint32_t layout = get_le32(r + v1::kStageLayoutAt);
             if (layout != v1::kLayoutPlain && layout != v1::kLayoutSemiSorted)
@@ -363,6 +395,7 @@ inline Header parse_v1(const unsigned char* data, size_t size, bool whole, uint3
             s.semi_sorted = layout == v1::kLayoutSemiSorted;
         }
         check_stage(s, i);
+        if (s.level != 0) check_nesting(s, h.stages.empty() ? s : h.stages[0], i);
         // Lengths are now bounded (<= 2^37 bytes a table, <= 64 tables): no sum below overflows.
         const uint64_t offset = next_table_offset(end);
         if (s.table_offset != offset)
@@ -428,7 +461,8 @@ inline Header parse_header(const unsigned char* data, size_t size, bool whole = 
     const uint32_t version = get_le32(data + v1::kVersionAt);
     switch (version) {
         case 1:
-        case 2: return detail::parse_v1(data, size, whole, version);
+        case 2:
+        case 3: return detail::parse_v1(data, size, whole, version);
         // A new version adds a case here and keeps every earlier one.
         default:
             fail("unsupported format version " + std::to_string(version) + " (this build reads " +
@@ -450,7 +484,7 @@ inline uint64_t bytes_needed(const unsigned char* data, size_t size) {
     }
     detail::check_magic(data, size);
     const uint32_t version = get_le32(data + v1::kVersionAt);
-    if (version == 1 || version == 2) {
+    if (version >= 1 && version <= kVersion) {
         const uint64_t hlen = detail::header_length_v1(data);
         if (size < hlen) return hlen;
     }
@@ -540,7 +574,7 @@ namespace detail {
 inline Filter build(const Header& h, PackedTable table, const StageInfo& s) {
     try {
         return Filter::from_parts(std::move(table), h.max_kicks, h.seed, static_cast<HashAlgorithm>(h.hash_algorithm),
-                                  s.capacity, s.item_count);
+                                  s.capacity, s.item_count, s.level, s.fp_shift);
     } catch (const std::invalid_argument& e) {  // unreachable after parse_header: kept as a guard
         fail(std::string("invalid parameters: ") + e.what());
     }

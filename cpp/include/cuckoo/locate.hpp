@@ -62,28 +62,57 @@ struct KeyHash {  // what one 64-bit hash gives
 
 // Key hash -> (i1, i2, fp) for one table geometry, as a small value (see TableProbe for why bulk
 // loops keep such values in locals).
+//
+// Nested stages (level k >= 1, the growth stages of a growable filter; see staged.hpp). A stage
+// of level k refines a base geometry of m0 = bucket_count >> k buckets and f0 = f - e fingerprint
+// bits (e = fp_shift = min(k, 32 - f0) extra bits), so that a key's bucket pair and fingerprint
+// at level k determine them at every lower level, the base included:
+//
+//   i1 = reduce(lo, m0 << k)                 so i1 >> k is the base i1 (reduce32 is monotone)
+//   fp = 1 + ((x * (2^f0 - 1)) << e) >> 32   so 1 + ((fp - 1) >> e) is the base fingerprint
+//   alt((base, sub), fp) = (alt0(base, fp0), sub XOR s)   base = i >> k, sub = i mod 2^k
+//
+// with alt0 the formula above on the base geometry, fp0 = 1 + ((fp - 1) >> e) and s the e extra
+// fingerprint bits shifted up by k - e (so the top j bits of s are s at level j). Both parts are
+// involutions and alt0 moves the base bucket, so alt(alt(i)) == i and alt(i) != i as before.
+// Level 0 is exactly the plain formulas.
 struct Locator {
     uint64_t bucket_count;  // at most 2^32
     uint64_t block_count;
     unsigned fp_bits;  // f
+    unsigned level = 0;     // k: 0, or a nested stage's level
+    unsigned fp_shift = 0;  // e: fingerprint bits beyond the base's (nested stages only)
 
     uint32_t fingerprint_of(uint64_t h) const noexcept {
         // 1 + reduce32(x, 2^f - 1) with the multiply written as a shift and a subtraction:
-        // x * (2^f - 1) == (x << f) - x, exactly (x < 2^32, f <= 32: no overflow).
+        // x * (2^f - 1) == (x << f) - x, exactly (x < 2^32, f <= 32: no overflow). Nested:
+        // x * (2^f0 - 1) * 2^e < 2^(32 + f0 + e) = 2^(32 + f): no overflow either.
         const uint64_t x = h >> 32;
-        return 1 + static_cast<uint32_t>(((x << fp_bits) - x) >> 32);
+        const unsigned f0 = fp_bits - fp_shift;
+        return 1 + static_cast<uint32_t>((((x << f0) - x) << fp_shift) >> 32);
     }
     uint64_t index_of(uint64_t h) const noexcept { return reduce32(static_cast<uint32_t>(h), bucket_count); }
     uint64_t alt_index(uint64_t index, uint32_t fp) const noexcept {
-        // A full mix of the fingerprint: the low half picks the block, the high half the
-        // in-block offset. (A single Fibonacci multiply is cheaper but measurably worse for
-        // small f: b = 4, f = 4 fails at 84% load instead of 95%.)
+        if (level != 0) return nested_alt_index(index, fp);
+        return base_alt_index(index, fp, block_count);
+    }
+    // The plain alternate over `blocks` blocks. A full mix of the fingerprint: the low half picks
+    // the block, the high half the in-block offset. (A single Fibonacci multiply is cheaper but
+    // measurably worse for small f: b = 4, f = 4 fails at 84% load instead of 95%.)
+    static uint64_t base_alt_index(uint64_t index, uint32_t fp, uint64_t blocks) noexcept {
         const uint64_t g = mix64(fp);
-        const uint64_t hb = reduce32(static_cast<uint32_t>(g), block_count);
+        const uint64_t hb = reduce32(static_cast<uint32_t>(g), blocks);
         const uint64_t ho = 1 + reduce32(static_cast<uint32_t>(g >> 32), kBlockBuckets - 1);
         const uint64_t block = index >> kBlockShift;
-        const uint64_t alt_block = hb >= block ? hb - block : hb + block_count - block;
+        const uint64_t alt_block = hb >= block ? hb - block : hb + blocks - block;
         return (alt_block << kBlockShift) | ((index & (kBlockBuckets - 1)) ^ ho);
+    }
+    uint64_t nested_alt_index(uint64_t index, uint32_t fp) const noexcept {
+        const uint64_t sub_mask = (uint64_t(1) << level) - 1;
+        const uint32_t fp0 = 1 + ((fp - 1) >> fp_shift);
+        const uint64_t s = static_cast<uint64_t>((fp - 1) & ((uint32_t(1) << fp_shift) - 1)) << (level - fp_shift);
+        const uint64_t base = base_alt_index(index >> level, fp0, block_count >> level);
+        return (base << level) | ((index & sub_mask) ^ s);
     }
     KeyHash locate(uint64_t h) const noexcept {
         KeyHash k;
@@ -218,6 +247,17 @@ inline bool use_avx512() noexcept {
 
 // Locates keys [0, len) of a block from b.hash (len <= kBatchBlock).
 inline void locate_block(const Locator& loc, uint64_t bucket_bits, unsigned len, LocatedBlock& b) noexcept {
+    if (loc.level != 0) {  // a nested stage: the scalar formulas (the block kernels are level 0 only)
+        for (unsigned j = 0; j < len; ++j) {
+            const KeyHash k = loc.locate(b.hash[j]);
+            b.i1[j] = static_cast<uint32_t>(k.i1);
+            b.i2[j] = static_cast<uint32_t>(k.i2);
+            b.fp[j] = k.fp;
+            b.bit1[j] = k.i1 * bucket_bits;
+            b.bit2[j] = k.i2 * bucket_bits;
+        }
+        return;
+    }
 #if CUCKOO_X86_DISPATCH
     if (kernels::use_avx2()) return kernels::locate_block_avx2(loc, bucket_bits, len, b);
 #endif

@@ -2,9 +2,13 @@
 //
 // A fixed filter has exactly one stage and every operation goes straight to it. A growable filter
 // adds a stage when the newest one is full: stage k has twice the capacity of stage k - 1 and one
-// more fingerprint bit (up to 32). Inserts go to the oldest stage with room (fewer items than its
-// capacity; the newest stage always counts as having room), so space that deletes free is used
-// again; lookups, counts and deletions look at every stage. The false-positive rate of stage k
+// more fingerprint bit (up to 32). Growth stages are nested on the first (cuckoo/locate.hpp):
+// stage k has exactly 2^k times its buckets, and a key's bucket pair and fingerprint in stage k
+// determine them in every earlier stage, which makes deletes and the set union exact across
+// stages. (Files of earlier releases have growth stages of their own geometry, level 0 but not
+// the first's layout: they load and answer as before.) Inserts go to the oldest stage with room
+// (fewer items than its capacity; the newest stage always counts as having room), so space that
+// deletes free is used again; lookups, counts and deletions look at every stage. The false-positive rate of stage k
 // is at most half that of stage k - 1, so the rates of all stages sum to less than twice the
 // first stage's: the total stays below 2 * fpr however often the filter grows. Memory stays
 // within about 2x of a fixed filter sized for the final count up front (the fingerprints of later
@@ -155,21 +159,39 @@ public:
         return insert_from(h, 0);
     }
     // Removes one copy of the key's fingerprint. With several stages, a key's fingerprint can
-    // also appear, as a false positive, in stages it was never stored in; removing such a copy
-    // would delete another key's fingerprint (a false negative for that key). So the copy is
-    // removed only from the one stage that holds it; when two or more stages match, nothing is
-    // removed and false is returned: the key stays (as a maybe-present key) and nothing is lost.
-    // That happens with probability about the sum of the other stages' false-positive rates.
+    // also appear, as a false positive, in stages it was never stored in: a copy there is another
+    // key's. When every matching stage is in the chain (the first stage's geometry or nested on
+    // it), the copy is removed from the matching stage of the highest level, and that is always
+    // safe: say the key K was stored at level j and the copy removed at level i >= j belongs to
+    // K'. K' and K then have the same bucket pair and fingerprint at level i, hence (nesting) at
+    // level j too, so K's own copy at level j matches K' exactly as the removed one did: every
+    // key still added is found, and the stored copies are those of the remaining keys. (Copies
+    // at one level are interchangeable, as in one table.) A stage outside the chain (files of
+    // earlier releases) gives no such guarantee: when one of two or more matching stages is
+    // outside it, nothing is removed and false is returned, so that nothing is lost.
     bool erase_hash(uint64_t h) {
         require_writable();
         if (stages_.size() == 1) return stages_.front().erase_hash(h);
-        size_t holder = stages_.size();
+        const size_t none = stages_.size();
+        size_t finest = none, matches = 0;
+        bool all_in_chain = true;
         for (size_t k = 0; k < stages_.size(); ++k) {
             if (!stages_[k].contains_hash(h)) continue;
-            if (holder != stages_.size()) return false;  // ambiguous: refuse rather than guess
-            holder = k;
+            ++matches;
+            all_in_chain = all_in_chain && in_chain(k);
+            if (finest == none || stages_[k].nest_level() > stages_[finest].nest_level()) finest = k;
         }
-        return holder != stages_.size() && stages_[holder].erase_hash(h);
+        if (matches == 0 || (matches > 1 && !all_in_chain)) return false;
+        return stages_[finest].erase_hash(h);
+    }
+    // Whether stage k has the first stage's geometry or is nested on it (see erase_hash).
+    bool in_chain(size_t k) const noexcept {
+        return stages_[k].nest_level() > 0 || stages_[k].same_layout(stages_.front());
+    }
+    bool all_in_chain() const noexcept {
+        for (size_t k = 0; k < stages_.size(); ++k)
+            if (!in_chain(k)) return false;
+        return true;
     }
     void clear() {
         stages_.front().clear();
@@ -281,10 +303,18 @@ public:
     // key would have put it. If a stage overflows, a growable filter keeps a copy of other's stage
     // as a stage of its own (lookups consult every stage, so the answers stay exact); a fixed
     // filter raises FilterFullError. All or nothing: on an error this filter is unchanged.
+    //
+    // The set union of two growable filters whose stages are all in the chain (see erase_hash)
+    // is computed across stages instead (union_chain), since the same key may sit in different
+    // stages of the two filters.
     void merge(const StagedFilter& other, MergeMode mode = MergeMode::add) {
         const std::string why = merge_mismatch(other);
         if (!why.empty()) throw MergeError("cannot merge filters: " + why);
         require_writable();
+        if (mode == MergeMode::max && growable_ && all_in_chain() && other.all_in_chain()) {
+            stages_ = union_chain(other);
+            return;
+        }
         std::vector<Filter> result = stages_;
         for (size_t k = 0; k < other.stages_.size(); ++k) {
             const Filter& theirs = other.stages_[k];
@@ -319,6 +349,45 @@ public:
         return false;
     }
 
+    // The set union across stages, into a copy of this filter's stages (returned). For each
+    // distinct entry E (bucket pair and fingerprint) of a stage of `other`, taken from the lowest
+    // level up: every copy at E's level or below, in either filter, that projects onto E matches
+    // every key E matches; the result gets as many of those as `other` has (the larger count, as
+    // `|` of one-stage filters keeps per entry). A missing copy is, if one exists, an entry of a
+    // higher level of the result that refines E, moved down to E's level (it then matches every
+    // key it matched before, and E's keys too: a key in both filters is stored once even when
+    // the two put it in different stages), else a new copy at E's level, in a stage of that
+    // level with room or a new one. No key's count decreases, every key of `other` is found.
+    std::vector<Filter> union_chain(const StagedFilter& other) const {
+        std::vector<Filter> result = stages_;
+        std::vector<size_t> order(other.stages_.size());
+        for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+        std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+            return other.stages_[a].nest_level() < other.stages_[b].nest_level();
+        });
+        for (size_t n = 0; n < order.size(); ++n) {
+            const Filter& st = other.stages_[order[n]];
+            for (uint64_t i = 0; i < st.bucket_count(); ++i) {
+                for (unsigned s = 0; s < st.bucket_size(); ++s) {
+                    const uint32_t fp = st.table().get(i, s);
+                    if (fp == 0 || st.table().find_slot(i, fp) != static_cast<int>(s)) continue;  // first copy in i
+                    const uint64_t j = st.alt_index(i, fp);
+                    if (j < i && st.table().count(j, fp) > 0) continue;  // handled at j, the lower bucket
+                    bool seen = false;  // in an earlier stage of `other` of the same level
+                    for (size_t m = 0; m < n && !seen; ++m) {
+                        const Filter& prev = other.stages_[order[m]];
+                        seen = prev.nest_level() == st.nest_level() && prev.count_entry(i, fp) > 0;
+                    }
+                    if (seen) continue;
+                    const uint64_t want = covering(other.stages_, st, i, fp);
+                    for (uint64_t have = covering(result, st, i, fp); have < want; ++have)
+                        add_covering(result, st, i, fp);
+                }
+            }
+        }
+        return result;
+    }
+
     bool operator==(const StagedFilter& o) const {
         if (stages_.size() != o.stages_.size() || growable_ != o.growable_) return false;
         for (size_t k = 0; k < stages_.size(); ++k)
@@ -327,29 +396,32 @@ public:
     }
     bool operator!=(const StagedFilter& o) const { return !(*this == o); }
 
-    // The next stage's geometry: twice the capacity of the largest stage, one more fingerprint bit
-    // than the widest (at most 32).
+    // The next stage's geometry: nested on the first stage, at the lowest level with at least
+    // twice the buckets of the largest stage (merges may have kept smaller stages after it; stages
+    // of earlier releases are not nested): 2^level times the first's capacity and buckets,
+    // min(f0 + level, 32) fingerprint bits.
     struct StageShape {
         uint64_t capacity;
         unsigned fingerprint_bits;
         uint64_t table_bytes;
         bool semi_sorted;
+        unsigned level;
     };
     StageShape next_stage() const {
-        // From the largest stage so far (merges may have kept smaller stages after it).
-        const Filter* largest = &stages_.front();
-        unsigned widest = 0;
-        for (const Filter& st : stages_) {
-            if (st.capacity() > largest->capacity()) largest = &st;
-            widest = std::max(widest, st.fingerprint_bits());
-        }
-        const unsigned bits = std::min(widest + 1, kMaxFingerprintBits);
-        const uint64_t capacity = largest->capacity() * 2;
-        const unsigned b = first().bucket_size();
+        const Filter& base = first();
+        uint64_t largest = 0;
+        for (const Filter& st : stages_) largest = std::max(largest, st.bucket_count());
+        unsigned level = 1;
+        while ((base.bucket_count() << level) < 2 * largest) ++level;  // largest <= 2^32: ends by level 33
+        if (level > 31 || (base.bucket_count() << level) > kMaxBucketCount)
+            throw std::length_error("capacity is too large: a filter holds at most 2^32 buckets");
+        const unsigned bits = std::min(base.fingerprint_bits() + level, kMaxFingerprintBits);
+        const uint64_t capacity = base.capacity() << level;  // at most the slots of the new stage: < 2^35
+        const unsigned b = base.bucket_size();
         // Stages of a semi-sorted filter stay semi-sorted while their fingerprints allow it
         // (f <= 16), and are plain after that.
-        const bool semi = first().semi_sorted() && semisort::supports(b, bits);
-        return {capacity, bits, PackedTable::data_bytes_for(bucket_count_for(capacity, b, semi), b, bits, semi), semi};
+        const bool semi = base.semi_sorted() && semisort::supports(b, bits);
+        return {capacity, bits, PackedTable::data_bytes_for(base.bucket_count() << level, b, bits, semi), semi, level};
     }
 
     // Adds a stage if the filter may grow after `h` found no room in any stage (see the header
@@ -366,12 +438,81 @@ public:
         const StageShape next = next_stage();
         if (memory_limit_ ? table_bytes() + next.table_bytes > memory_limit_ : !memory_available_for(next.table_bytes))
             return fail(InsertFailure::memory);
-        stages_.push_back(Filter::for_capacity(next.capacity, 0.5, next.fingerprint_bits, last.bucket_size(),
-                                                 last.max_kicks(), last.seed(), last.hash_algorithm(), next.semi_sorted));
+        stages_.push_back(Filter::nested_on(first(), next.level, next.capacity, next.semi_sorted));
         return true;
     }
 
 private:
+    // The entry (bucket, fp) of `from` as seen by `to`, a stage of the chain of a level at most
+    // from's: the bucket's top bits and the fingerprint's top bits (cuckoo/locate.hpp).
+    static void project(const Filter& from, uint64_t& bucket, uint32_t& fp, const Filter& to) noexcept {
+        bucket >>= from.nest_level() - to.nest_level();
+        fp = 1 + ((fp - 1) >> (from.fp_shift() - to.fp_shift()));
+    }
+    // Copies in `stages` at the level of `from` or below that match every key that the entry
+    // (bucket, fp) of `from` matches.
+    static uint64_t covering(const std::vector<Filter>& stages, const Filter& from, uint64_t bucket, uint32_t fp) {
+        uint64_t n = 0;
+        for (const Filter& st : stages) {
+            if (st.nest_level() > from.nest_level()) continue;
+            uint64_t b = bucket;
+            uint32_t f = fp;
+            project(from, b, f, st);
+            n += st.count_entry(b, f);
+        }
+        return n;
+    }
+    // One more copy covering the entry (bucket, fp) of `like` in `stages` (see union_chain).
+    static void add_covering(std::vector<Filter>& stages, const Filter& like, uint64_t bucket, uint32_t fp) {
+        for (Filter& st : stages) {
+            if (st.nest_level() <= like.nest_level()) continue;
+            uint64_t fine_bucket;
+            uint32_t fine_fp;
+            if (find_refining(st, like, bucket, fp, fine_bucket, fine_fp)) {
+                st.erase_entry(fine_bucket, fine_fp);
+                place_at_level(stages, like, bucket, fp);
+                return;
+            }
+        }
+        place_at_level(stages, like, bucket, fp);
+    }
+    // An entry of `fine` (a higher level than `like`) whose projection is like's (bucket, fp):
+    // one in the buckets below either bucket of the pair, with a fingerprint whose top bits are fp.
+    static bool find_refining(const Filter& fine, const Filter& like, uint64_t bucket, uint32_t fp,
+                              uint64_t& found_bucket, uint32_t& found_fp) {
+        const unsigned dl = fine.nest_level() - like.nest_level(), de = fine.fp_shift() - like.fp_shift();
+        // fp << de is at most (2^f0 - 1) 2^e of `fine`, below 2^32.
+        const uint32_t lo = ((fp - 1) << de) + 1, hi = fp << de;
+        for (uint64_t p : {bucket, like.alt_index(bucket, fp)}) {
+            for (uint64_t i = p << dl; i < (p + 1) << dl; ++i) {
+                for (unsigned s = 0; s < fine.bucket_size(); ++s) {
+                    const uint32_t f = fine.table().get(i, s);
+                    if (f >= lo && f <= hi) {
+                        found_bucket = i;
+                        found_fp = f;
+                        return true;
+                    }
+                }
+            }
+        }
+        return false;
+    }
+    // Inserts the entry (bucket, fp) of `like` into a stage of like's level in `stages`, adding an
+    // empty one of that level if none has room.
+    static void place_at_level(std::vector<Filter>& stages, const Filter& like, uint64_t bucket, uint32_t fp) {
+        for (Filter& st : stages)
+            if (st.nest_level() == like.nest_level() && st.insert_entry(bucket, fp)) return;
+        if (stages.size() >= kMaxStages)
+            throw FilterFullError("filter is full: a merge would need more than " + std::to_string(kMaxStages) +
+                                  " stages; the filter is unchanged");
+        const Filter& base = stages.front();
+        stages.push_back(Filter::from_parts(
+            PackedTable(like.bucket_count(), like.bucket_size(), like.fingerprint_bits(), like.semi_sorted()),
+            base.max_kicks(), base.seed(), base.hash_algorithm(), like.capacity(), 0, like.nest_level(), like.fp_shift()));
+        if (!stages.back().insert_entry(bucket, fp))  // an empty table always has room
+            throw FilterFullError("filter is full: a merge found no room in an empty stage; the filter is unchanged");
+    }
+
     bool fail(InsertFailure why) noexcept {
         last_failure_ = why;
         return false;
