@@ -466,7 +466,8 @@ public:
         store_le64(hd + 72, xxh3_64(out.data() + kSnapshotHeader, body, 0));
         store_format::put32(hd + 80, store_format::checksum32(hd, 80, 0));
         const std::string tmp = snapshot_path_ + ".tmp";
-        const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        ::unlink(tmp.c_str());  // a new file, never whatever sits there (a FIFO would block the open)
+        const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (fd < 0) throw_errno("cannot write " + tmp);
         size_t done = 0;
         while (done < out.size()) {

@@ -488,7 +488,7 @@ private:
         uint64_t len = std::max<uint64_t>(uint64_t(64) << 20, map_len_ * 2);
         while (len < end) len *= 2;
         fault::before_allocation();
-#if defined(__linux__)
+#if defined(__linux__) && defined(MREMAP_MAYMOVE)
         void* p = map_ ? ::mremap(const_cast<unsigned char*>(map_), map_len_, len, MREMAP_MAYMOVE)
                        : ::mmap(nullptr, len, PROT_READ, MAP_SHARED, fd_, 0);
 #else
@@ -498,8 +498,8 @@ private:
             if (errno == ENOMEM) throw std::bad_alloc();
             throw_errno("cannot map the store's log");
         }
-#if !defined(__linux__)
-        unmap();
+#if !(defined(__linux__) && defined(MREMAP_MAYMOVE))
+        unmap();  // the old mapping, now that the new one exists
 #endif
         map_ = static_cast<const unsigned char*>(p);
         map_len_ = len;
