@@ -314,6 +314,30 @@ def test_full_run_keeps_the_lines_before_the_failing_one(tmp_path, block):
 
 
 @needs_save
+def test_readme_resume_after_exit_3(tmp_path):
+    # The README's resume: after exit 3, `--save part.cuckoo` holds the lines before the failing
+    # one (stderr names it); `cuckoo dedup --filter part.cuckoo rest.txt` then dedups the rest
+    # against them. On f0df2c2 the loaded filter was full: "full at input line 1", exit 3.
+    rng = random.Random(27)
+    keys = [b"k%d" % rng.randrange(3000) for _ in range(5000)]
+    data = b"".join(k + b"\n" for k in keys)
+    src = tmp_path / "in.txt"
+    src.write_bytes(data)
+    part = tmp_path / "part.cuckoo"
+    first = run("dedup", "--capacity", "300", "--fpr", LOW_FPR, "--save", part, src)
+    assert first.returncode == 3, first.stderr
+    line = _failing_line(first.stderr.decode())
+    rest = tmp_path / "rest.txt"
+    rest.write_bytes(b"".join(k + b"\n" for k in keys[line - 1 :]))  # tail -n +LINE in.txt
+    second = run("dedup", "--filter", part, "--save", part, rest, check=0)
+    assert first.stdout + second.stdout == ref_dedup(data)
+    f = cuckoo.Filter.load(str(part))
+    assert f.growable and len(f) == len(set(keys)) and f.contains_many(keys).all()
+    # Resuming again from the grown filter: every line was seen.
+    assert run("dedup", "--filter", part, src, check=0).stdout == b""
+
+
+@needs_save
 def test_build_multiset_of_one_repeated_line_is_a_clear_error(tmp_path):
     # `yes same | head -10000 | cuckoo build --multiset` ended in a traceback.
     flt = tmp_path / "m.cuckoo"

@@ -114,6 +114,22 @@ def test_build_with_duplicates_multiset_counts_every_row(client):
     assert len(g) <= len(np.unique(keys)) and g.contains_many(keys).all()
 
 
+def test_build_multiset_of_ids_repeated_3_times(client):
+    # Issue 27: "merging would overflow stage 0". Three copies of every key fill a filter sized for
+    # the rows at ~72% load, so the build continues in a growable filter: every row is a copy.
+    distinct = np.random.default_rng(27).integers(0, 2**63, size=N // 8, dtype=np.int64)
+    keys = np.repeat(distinct, 3)
+    np.random.default_rng(28).shuffle(keys)
+    _, ddf = _frame(keys, 6)
+    f = cd.build(ddf, "k", multiset=True, fpr=0.001)
+    assert len(f) == len(keys) and f.growable
+    counts = f.count_many(distinct)
+    assert (counts >= 3).all() and np.count_nonzero(counts > 3) <= 0.01 * len(distinct)
+    ref = cuckoo.Filter(len(keys), fpr=0.001, growable=True)
+    ref.add_many(keys)  # a fixed filter of this capacity cannot hold them either
+    assert len(ref) == len(f)
+
+
 def test_build_of_keys_repeated_20_to_1000_times(client):
     # Issue 19: the README's own example failed ("merging would overflow stage 0") as soon as one
     # id occurred more than 2b times. Every key here repeats 20-1,000 times, spread over partitions.

@@ -45,6 +45,7 @@ import numpy as np
 
 import cuckoo
 from cuckoo import Filter, FilterFullError
+from cuckoo._grow import growable_version
 
 EXIT_OK = 0
 EXIT_USAGE = 1
@@ -680,7 +681,12 @@ def _auto_filter(args: argparse.Namespace, sources: List[Source], fpr: float) ->
     estimate of the distinct lines). New filters get --seed, else a secret random seed."""
     if getattr(args, "filter", None):
         f = load_filter(args.filter, writable=True)
-        return f, False, f"loaded from {args.filter}"
+        # The README's resume after exit 3 (--save, then --filter) loads a full fixed filter: it
+        # grows from there, like a filter this command sizes itself (no --capacity).
+        g = growable_version(f)
+        if g is None:
+            return f, False, f"loaded from {args.filter}"
+        return g, True, f"loaded from {args.filter}" + ("" if f.growable else ", growable")
     seed = args.seed
     if args.capacity is not None:
         return Filter(args.capacity, fpr, seed=seed), False, f"capacity {args.capacity:,} (fixed)"
@@ -1087,7 +1093,8 @@ progress (lines, lines/s) is shown on stderr when stderr is a terminal; --progre
 
 capacity: --capacity N fixes the filter size (exit 3 if more than about N distinct lines arrive:
 the lines before the failing one are written, --save saves the filter holding exactly them, and
-stderr names the line). Without it the filter grows, starting from an estimate of the distinct
+stderr names the line N: resume with tail -n +N and --filter that file, which then grows).
+Without it the filter grows, starting from an estimate of the distinct
 lines x 1.2: counted for files of up to 1 MiB and stdin of up to two blocks, estimated from 16
 sampled windows of larger files, {GROWABLE_START:,} for longer pipes.
 
@@ -1366,7 +1373,8 @@ def build_parser() -> argparse.ArgumentParser:
                         f"new line is dropped, at most")
     p.add_argument("--save", metavar="FILTER", help="save the filter to FILTER at the end")
     p.add_argument("--filter", metavar="FILTER",
-                   help="start from a saved filter: lines already in it count as seen (dedup against yesterday)")
+                   help="start from a saved filter: lines already in it count as seen (dedup against yesterday); "
+                        "it grows when it fills")
     p.add_argument("--exact", action="store_true",
                    help="never drop a new line: keep every distinct line in a log (an anonymous temporary "
                         "file) and check each 'seen' against it; memory ~10 bytes per distinct line")

@@ -37,7 +37,8 @@ except ImportError as exc:  # pragma: no cover - only without the extra
         "cuckoo.dask needs Dask: pip install 'dask[dataframe,distributed]' (or, from a clone of cuckoo, pip install '.[dask]')"
     ) from exc
 
-from ._core import Filter
+from ._core import Filter, FilterFullError
+from ._grow import growable_version
 
 __all__ = ["build", "contains", "isin", "dedup"]
 
@@ -136,12 +137,29 @@ def _filter_params(total: int, capacity: Optional[int], fpr: Optional[float], se
 # ---- build ----
 
 
+# Copies of one key share its two buckets, so a filter of repeated keys fills far below its
+# design load (b = 4: about 81% for keys stored twice, 72% three times): a multiset build sized by
+# the row count would fail. Where a multiset filter finds no room, it continues as a growable
+# filter (its table the first stage), so every row still gets its copy; more than 2b copies of
+# one key ("copies") still fail, since growth cannot help them.
+
+
+def _no_room(exc: FilterFullError) -> bool:
+    return getattr(exc, "reason", None) in ("no_room", "full")  # "full": a merge overflowed
+
+
 def _partition_filter(part: Any, column: Optional[str], params: Dict[str, Any], multiset: bool) -> Filter:
     f = Filter(**params)
     keys = _column(part, column)
     if len(keys):
         if multiset:
-            f.add_many(keys)
+            try:
+                f.add_many(keys)
+            except FilterFullError as exc:
+                if not _no_room(exc):
+                    raise
+                f = Filter(**params, growable=True)
+                f.add_many(keys)
         else:
             f.add_unique_many(keys)
     return f
@@ -152,7 +170,14 @@ def _merge_all(filters: Sequence[Filter], multiset: bool) -> Filter:
     out = filters[0].copy()
     for g in filters[1:]:
         if multiset:
-            out += g  # counts add
+            try:
+                out += g  # counts add
+            except FilterFullError as exc:
+                grown = growable_version(out) if _no_room(exc) else None
+                if grown is None:
+                    raise
+                out = grown
+                out += g  # a growable filter keeps g's stage as one of its own if it does not fit
         else:
             out |= g  # the larger count of each fingerprint: each distinct key stays once
     return out
@@ -178,7 +203,9 @@ def build(
     equals ``Filter(capacity, fpr, seed=seed, ...)`` after ``add_unique_many`` of all the keys
     (set union ``|`` of the partitions: a key in many rows and partitions is stored once), or with
     ``multiset=True`` after ``add_many`` (counts add, ``+``; a key repeated more than
-    ``2 * bucket_size`` times then does not fit: ``FilterFullError``).
+    ``2 * bucket_size`` times then does not fit: ``FilterFullError``). Repeated keys fill a
+    filter early (three copies each: at ~72% load); where a multiset build finds no room it
+    continues in a growable filter (every row still a copy, counts exact; see docs/distributed.md).
     ``capacity`` defaults to the number of rows (counted with one pass over the partitions when
     the Array chunk sizes are unknown or for DataFrames): give a bound on the distinct keys to
     save memory when keys repeat. ``seed=None`` or ``"random"`` draws a secret seed once (for
