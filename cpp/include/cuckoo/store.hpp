@@ -692,9 +692,16 @@ private:
     // Places a new entry (the key is known to be absent). Grows the index first when full (not
     // after make_room, which grew it already).
     void insert_entry(uint64_t h, uint64_t offset) {
-        if (static_cast<double>(count_ + 1) > kMaxLoad * 4.0 * static_cast<double>(buckets_.size()) ||
-            (stash_.size() > 64 + size() / 32 && count_ * 2 > buckets_.size() * 4))
-            grow();
+        if (static_cast<double>(count_ + 1) > kMaxLoad * 4.0 * static_cast<double>(buckets_.size())) {
+            grow();  // (only while opening: a write's make_room() grew the index before its append)
+        } else if (stash_.size() > 64 + size() / 32 && count_ * 2 > buckets_.size() * 4) {
+            // Optional (place() works without it) and possibly after a write's append: a growth
+            // that fails for memory leaves the index as it was, and the entry goes in anyway.
+            try {
+                grow();
+            } catch (const std::bad_alloc&) {
+            }
+        }
         place(h, offset);
     }
 
