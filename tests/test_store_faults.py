@@ -442,6 +442,34 @@ def test_close_after_an_io_error_closes_once(tmp_path):
     cuckoo.Store(path).close()  # the lock was released
 
 
+CLOSE_ON_FULL = textwrap.dedent("""
+    import resource, sys
+    import cuckoo
+    s = cuckoo.Store(sys.argv[1])
+    s[b"a"] = b"1"
+    s.sync()
+    s[b"b"] = b"2"  # buffered: close() must write it, past the limit
+    resource.setrlimit(resource.RLIMIT_FSIZE, (s.stats()["log_bytes"] - 8, resource.RLIM_INFINITY))
+    try:
+        s.close()
+    except OSError as e:
+        print(e.errno, s.closed)
+    s.close()  # no second error
+    print(s.closed)
+""")
+
+
+def test_close_on_a_real_efbig_closes_once(tmp_path):
+    """Issue 27 item 8: close() after a write error raised on every call and closed stayed False."""
+    path = tmp_path / "s.ckv"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    r = subprocess.run([sys.executable, "-c", CLOSE_ON_FULL, str(path)], env=env, timeout=60,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == [str(errno.EFBIG), "True", "True"]
+    assert contents(path, snapshot=False) == {b"a": b"1"}
+
+
 def test_dropped_store_is_closed(tmp_path):
     """docs/store.md: a store dropped without close() is closed when it is collected (synced,
     snapshot written)."""
