@@ -29,6 +29,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -100,6 +101,9 @@ public:
         HashAlgorithm algorithm = HashAlgorithm::xxh3;
         unsigned tag_bits = 16;  // fewer only to test verification (1..16)
         bool readonly = false;
+        // Accept damage before the log's synced end (normally a FormatError): the log is cut at
+        // the first bad record, losing the synced records from there on (docs/store.md).
+        bool repair = false;
         unsigned max_kicks = 500;
         uint64_t log_id = 0;  // identity of a new log (random, from the caller)
     };
@@ -155,28 +159,95 @@ public:
         return true;
     }
     void put(const void* key, uint64_t len, uint64_t h, const void* value, uint64_t value_len) {
-        require_writable();
-        const auto* k = static_cast<const unsigned char*>(key);
-        const Location at = find(h, k, len);
-        if (at.offset == kNone) make_room(1);  // before the append: a failure leaves no record behind
-        const uint64_t old_size = at.offset == kNone ? 0 : at.record.size;
-        const uint64_t off = log_.append(k, len, value, value_len, false);
-        live_bytes_ += store_format::record_size(len, value_len) - old_size;
-        if (at.offset == kNone) insert_entry(h, off);
-        else set_offset(at, off);
-        ++version_;
+        atomically([&] {
+            const auto* k = static_cast<const unsigned char*>(key);
+            const Location at = find(h, k, len);
+            if (at.offset == kNone) make_room(1);  // before the append: a failure leaves no record behind
+            const uint64_t old_size = at.offset == kNone ? 0 : at.record.size;
+            note_append(at.offset);
+            const uint64_t off = log_.append(k, len, value, value_len, false);
+            live_bytes_ += store_format::record_size(len, value_len) - old_size;
+            if (at.offset == kNone) insert_entry(h, off);
+            else set_offset(at, off);
+            ++version_;
+        });
     }
     bool erase(const void* key, uint64_t len, uint64_t h) {
-        require_writable();
-        const auto* k = static_cast<const unsigned char*>(key);
-        const Location at = find(h, k, len);
-        if (at.offset == kNone) return false;
-        live_bytes_ -= at.record.size;
-        log_.append(k, len, nullptr, 0, true);
-        remove_entry(at);
-        ++version_;
-        return true;
+        bool found = false;
+        atomically([&] {
+            const auto* k = static_cast<const unsigned char*>(key);
+            const Location at = find(h, k, len);
+            if (at.offset == kNone) return;
+            note_append(at.offset);
+            log_.append(k, len, nullptr, 0, true);
+            live_bytes_ -= at.record.size;
+            remove_entry(at);
+            ++version_;
+            found = true;
+        });
+        return found;
     }
+
+    // ---- all or nothing ----
+    // Runs f, a sequence of writes (one call of the API: a scalar write, or every chunk of a bulk
+    // one), so that when it throws (an I/O error, the log's size limit, an interrupt, no memory)
+    // the store is as before it: its records leave the log (buffer and file) and the index entries
+    // they changed are put back. What the program sees after the error is then what a reopen
+    // finds. Costs 8 bytes of journal per record appended, kept until f returns. A call whose
+    // records began to reach the file (its appends passed the 1 MiB buffer) writes the rest
+    // before returning, so that outside a batch the file always ends where a call ended.
+    // Calls nest (apply_chunk runs atomically, inside the binding's call over all chunks): an
+    // inner failure undoes its own part, the outer catch the rest.
+    template <class F>
+    void atomically(F&& f) {
+        require_writable();
+        const Mark m = mark();
+        ++depth_;
+        try {
+            f();
+            if (depth_ == 1 && !in_batch_ && log_.file_end() > m.log_end) log_.flush();
+        } catch (...) {
+            --depth_;
+            undo_to(m);
+            throw;
+        }
+        --depth_;
+        settle();
+    }
+
+    // A batch: the writes from begin_batch() on are held in memory (none reaches the file, so a
+    // crash leaves none of them) until commit_batch() writes them all, or rollback_batch() (or
+    // close()) undoes them all, in memory and in the log. One batch at a time per store; sync(),
+    // snapshot() and compact() wait for its end.
+    void begin_batch() {
+        require_writable();
+        if (in_batch_) throw std::logic_error("a batch is already open on this store (batches do not nest)");
+        batch_mark_ = mark();
+        in_batch_ = true;
+        log_.hold(true);
+    }
+    // Hands the batch's records to the OS (as flush: durable at the next sync()). When that write
+    // fails the batch is rolled back, and the error thrown.
+    void commit_batch() {
+        require_batch();
+        log_.hold(false);
+        try {
+            log_.flush();
+        } catch (...) {
+            rollback_batch();
+            throw;
+        }
+        in_batch_ = false;
+        settle();
+    }
+    void rollback_batch() {
+        require_batch();
+        in_batch_ = false;
+        log_.hold(false);
+        undo_to(batch_mark_);
+        settle();
+    }
+    bool in_batch() const noexcept { return in_batch_; }
 
     // ---- bulk operations on a chunk of keys (spans and their hashes) ----
     // Where each key's live record is (kNone: absent), for contains and get.
@@ -207,12 +278,18 @@ public:
     enum class Op { AddUnique, Put, Discard };
     // Applies op to the keys in order; out[j]: AddUnique, whether key j was new; Discard, whether
     // it was present; Put, whether it was new. `values` (Put only, may be null: empty values).
-    // Throws (the store keeps every change made before the failing key, like a loop of scalar
-    // calls) only on I/O errors and the log's size limit; `done` says how many keys were applied.
+    // All or nothing: throws (I/O errors, the log's size limit, lack of memory) with the store as
+    // before; `done` says how many keys were applied (all, unless it threw). Inside an
+    // atomically() call, the chunks of one call are all or nothing together.
     void apply_chunk(Op op, uint64_t n, const KeySpan* keys, const uint64_t* hashes, const KeySpan* values,
                      bool* out, uint64_t& done) {
-        require_writable();
         done = 0;
+        atomically([&] { apply_chunk_body(op, n, keys, hashes, values, out, done); });
+    }
+
+private:
+    void apply_chunk_body(Op op, uint64_t n, const KeySpan* keys, const uint64_t* hashes, const KeySpan* values,
+                          bool* out, uint64_t& done) {
         // Scratch kept between chunks (writers hold the store alone): fresh vectors would cost
         // page faults and zeroing at every chunk.
         std::vector<uint64_t>& current = scratch_current_;  // before the chunk: each key's live record
@@ -287,6 +364,7 @@ public:
                 case Op::AddUnique:
                     out[j] = cur == kNone;
                     if (cur == kNone) {
+                        note_append(kNone);
                         cur = log_.append(k.data, k.len, nullptr, 0, false);
                         cur_size = store_format::record_size(k.len, 0);
                         live_bytes_ += cur_size;
@@ -297,6 +375,7 @@ public:
                     const KeySpan v = values ? values[j] : KeySpan{nullptr, 0};
                     out[j] = cur == kNone;
                     const uint64_t old_size = cur == kNone ? 0 : cur_size;
+                    note_append(cur);
                     const uint64_t off = log_.append(k.data, k.len, v.data, v.len, false);
                     cur_size = store_format::record_size(k.len, v.len);
                     live_bytes_ += cur_size - old_size;
@@ -308,8 +387,9 @@ public:
                 case Op::Discard:
                     out[j] = cur != kNone;
                     if (cur != kNone) {
-                        live_bytes_ -= cur_size;
+                        note_append(cur);
                         log_.append(k.data, k.len, nullptr, 0, true);
+                        live_bytes_ -= cur_size;
                         remove_entry(find_offset(h, cur));
                         cur = kNone;
                     }
@@ -320,13 +400,19 @@ public:
         ++version_;
     }
 
+public:
     Store(const Store&) = delete;
     Store& operator=(const Store&) = delete;
-    // Writes what is buffered (no sync, no snapshot: close() does those).
+    // Writes what is buffered (no sync, no snapshot: close() does those), after undoing an open
+    // batch.
     ~Store() {
         try {
-            if (forked()) log_.abandon();
-            else if (log_.is_open() && log_.writable()) log_.flush();
+            if (forked()) {  // a copy inherited through fork(): its buffer and batch are the parent's
+                log_.abandon();
+                return;
+            }
+            if (in_batch_) rollback_batch();
+            if (log_.is_open() && log_.writable()) log_.flush();
         } catch (...) {
         }
     }
@@ -364,6 +450,7 @@ public:
 
     void sync() {
         require_writable();
+        require_no_batch("sync()");
         log_.sync();
     }
 
@@ -371,6 +458,7 @@ public:
     // written beside the old one, made durable, then renamed over it.
     void compact(uint64_t new_log_id) {
         require_writable();
+        require_no_batch("compact()");
         if (log_.anonymous()) throw std::logic_error("compact() needs a store with a path");
         log_.flush();
         // (unit offset << 32 | position) sorted by offset: position is the slot (bucket*4+slot)
@@ -391,17 +479,23 @@ public:
         h.log_id = new_log_id;
         std::vector<uint64_t> new_offsets(entries.size());
         LogFile out;  // locked from its creation: it becomes the log (replace_with)
-        ::unlink(tmp.c_str());
-        out.open_path(tmp, true, h);
-        {
-            ForwardReader reader(log_);
-            for (size_t e = 0; e < entries.size(); ++e) {
-                const RecordView r = reader.read(entries[e].first);
-                new_offsets[e] = out.append(r.key, r.key_len, r.value, r.value_len, false);
+        try {
+            ::unlink(tmp.c_str());
+            out.open_path(tmp, true, h);
+            {
+                ForwardReader reader(log_);
+                for (size_t e = 0; e < entries.size(); ++e) {
+                    const RecordView r = reader.read(entries[e].first);
+                    new_offsets[e] = out.append(r.key, r.key_len, r.value, r.value_len, false);
+                }
             }
+            out.sync();
+            log_.replace_with(out);  // nothing fails after its rename
+        } catch (...) {
+            out.abandon();
+            ::unlink(tmp.c_str());  // the old log is untouched: nothing else to undo
+            throw;
         }
-        out.sync();
-        log_.replace_with(out);
         for (size_t e = 0; e < entries.size(); ++e) {
             const uint64_t where = entries[e].second;
             if (where < buckets_.size() * 4) buckets_[where / 4].unit[where % 4] = static_cast<uint32_t>(new_offsets[e] / 8);
@@ -411,8 +505,10 @@ public:
         write_snapshot();
     }
 
-    // Flushes, syncs and writes the index snapshot (writers), then closes.
-    // A copy inherited through fork() closes without writing (see require_writable).
+    // Undoes an open batch, flushes, syncs and writes the index snapshot (writers), then
+    // closes. The files and the lock are released even when a write fails; the first error is
+    // thrown after. Records not yet written then are lost as in a crash (docs/store.md).
+    // A copy inherited through fork() closes without writing (see require_owner).
     void close() {
         if (!log_.is_open()) return;
         if (forked()) {
@@ -420,9 +516,20 @@ public:
             snapshot_path_.clear();
             return;
         }
-        if (log_.writable() && !log_.anonymous()) write_snapshot();  // syncs the log first
-        log_.close();
+        std::exception_ptr error;
+        try {
+            if (in_batch_) rollback_batch();
+            if (log_.writable() && !log_.anonymous()) write_snapshot();  // syncs the log first
+        } catch (...) {
+            error = std::current_exception();
+        }
+        try {
+            log_.close();
+        } catch (...) {
+            if (!error) error = std::current_exception();
+        }
         snapshot_path_.clear();
+        if (error) std::rethrow_exception(error);
     }
 
     // ---- the index snapshot (path + ".idx") ----
@@ -433,8 +540,9 @@ public:
     // then stash entries (u64 hash, u64 offset). A snapshot is a cache: any mismatch and the
     // index is rebuilt from the log instead.
     void write_snapshot() {
+        require_writable();
+        require_no_batch("snapshot()");
         if (snapshot_path_.empty()) return;
-        require_owner();
         log_.sync();
         const uint64_t body = buckets_.size() * sizeof(StoreBucket) + stash_.size() * 16;
         std::vector<unsigned char> out(kSnapshotHeader + body);
@@ -469,17 +577,14 @@ public:
         ::unlink(tmp.c_str());  // a new file, never whatever sits there (a FIFO would block the open)
         const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (fd < 0) throw_errno("cannot write " + tmp);
-        size_t done = 0;
-        while (done < out.size()) {
-            const ssize_t w = ::write(fd, out.data() + done, out.size() - done);
-            if (w < 0 && errno == EINTR) continue;
-            if (w < 0) {
-                ::close(fd);
-                throw_errno("cannot write " + tmp);
-            }
-            done += static_cast<size_t>(w);
+        if (!pwrite_all(fd, out.data(), out.size(), 0)) {
+            const int e = errno;
+            ::close(fd);
+            ::unlink(tmp.c_str());
+            errno = e;
+            throw_errno("cannot write " + tmp);
         }
-        ::fsync(fd);
+        ::fsync(fd);  // (a snapshot lost to a crash is only a cache: its checksums refuse it)
         ::close(fd);
         if (::rename(tmp.c_str(), snapshot_path_.c_str()) != 0) throw_errno("cannot write " + snapshot_path_);
         log_.sync_directory();
@@ -489,7 +594,8 @@ private:
     static constexpr uint64_t kSnapshotHeader = 96;
     static constexpr uint64_t kReleaseWindow = uint64_t(4) << 20;
 
-    explicit Store(const Options& o) : max_kicks_(o.max_kicks), fork_generation_(fork_generation()) {
+    explicit Store(const Options& o)
+        : max_kicks_(o.max_kicks), repair_(o.repair), fork_generation_(fork_generation()) {
         nodes_.resize(size_t(max_kicks_) + 2);  // the eviction search's scratch: no allocation in place()
     }
 
@@ -540,6 +646,66 @@ private:
     void require_writable() const {
         require_owner();
         if (!log_.writable()) throw ReadOnlyError("the store is open read-only (readonly=True)");
+        if (log_.broken())
+            throw std::system_error(EIO, std::generic_category(),
+                                    "the store's log could not be cut back after a failed write: close the store");
+    }
+    void require_batch() const {
+        if (!in_batch_) throw std::logic_error("no batch is open on this store");
+    }
+    void require_no_batch(const char* what) const {
+        if (in_batch_)
+            throw std::logic_error(std::string(what) + " inside a batch: commit or roll the batch back first");
+    }
+
+    // Where a call or a batch began: what undo_to() restores.
+    struct Mark {
+        uint64_t log_end = 0;
+        size_t journal = 0;
+        uint64_t live_bytes = 0;
+    };
+    // Per record appended since the mark: its unit offset and the unit of the key's live record
+    // before it (0: none; unit 0 is the header, never a record).
+    struct JournalEntry {
+        uint32_t unit;
+        uint32_t prev;
+    };
+    Mark mark() const noexcept { return Mark{log_.end(), journal_.size(), live_bytes_}; }
+    // Journals the record about to be appended (before the append: a failure inside it, once
+    // the record is buffered, is undone like the rest).
+    void note_append(uint64_t prev_offset) {
+        journal_.push_back(JournalEntry{static_cast<uint32_t>(log_.end() / 8),
+                                        prev_offset == kNone ? 0u : static_cast<uint32_t>(prev_offset / 8)});
+    }
+    void settle() noexcept {
+        if (in_batch_ || depth_ > 0) return;  // the batch or the outer call may still be undone
+        journal_.clear();
+        if (journal_.capacity() > (size_t(1) << 16)) std::vector<JournalEntry>().swap(journal_);
+    }
+    // Undoes the records appended since m, newest first: a record's key gets back the live
+    // record it had before (or none), a tombstone's key its deleted record. Growth is not undone
+    // (a larger index holds the same keys); eviction moves need no undoing.
+    void undo_to(const Mark& m) {
+        const KeyHasher hs = hasher();
+        for (size_t i = journal_.size(); i-- > m.journal;) {
+            const uint64_t off = uint64_t(journal_[i].unit) * 8;
+            const uint64_t prev = journal_[i].prev ? uint64_t(journal_[i].prev) * 8 : kNone;
+            if (off >= log_.end()) continue;  // the append itself failed before buffering it
+            const RecordView r = log_.read(off);
+            const uint64_t h = hs.hash_key(r.key, r.key_len);
+            if (r.tombstone) {
+                if (prev != kNone && !entry_at(h, prev).found) place(h, prev);
+            } else {
+                const EntryAt at = entry_at(h, off);
+                if (!at.found) continue;  // placing the entry failed: nothing to take back
+                if (prev == kNone) remove_entry(at.loc);
+                else set_offset(at.loc, prev);
+            }
+        }
+        journal_.resize(m.journal);
+        live_bytes_ = m.live_bytes;
+        ++version_;
+        log_.rollback(m.log_end);
     }
 
     // Whether this object is used in a child of the process that opened it (fork()).
@@ -633,6 +799,20 @@ private:
             }
         }
         return Location{};
+    }
+
+    // The entry of the key with hash h pointing at `offset`, if there is one.
+    struct EntryAt {
+        Location loc;
+        bool found;
+    };
+    EntryAt entry_at(uint64_t h, uint64_t offset) const {
+        const Location at = find_offset(h, offset);
+        if (at.slot >= 0) return {at, true};
+        auto range = stash_.equal_range(h);
+        for (auto it = range.first; it != range.second; ++it)
+            if (it->second == offset) return {at, true};
+        return {at, false};
     }
 
     // The entry of the key with hash h whose record is at `offset` (known to be live).
@@ -1100,13 +1280,22 @@ private:
         }
         lookups_ = 0;  // count what users ask, not what opening did
         log_reads_ = 0;
-        if (pos < limit) {
-            if (pos < log_.header().synced_end)
+        // Synced records are never a crash's loss: a log that is corrupt, or simply ends (cut at
+        // a record boundary), before its synced end was damaged, and opening says so instead of
+        // answering without them (and rewriting the synced end smaller) unless told to repair.
+        const uint64_t synced = log_.header().synced_end;
+        if (pos < synced && !repair_) {
+            if (pos < limit)
                 throw FormatError("the store's log is corrupt at offset " + std::to_string(pos) +
-                                  ", before the end of its synced data (" + std::to_string(log_.header().synced_end) +
-                                  " bytes)");
+                                  ", before the end of its synced data (" + std::to_string(synced) +
+                                  " bytes); open it with repair=True to cut it there, losing the records after it");
+            throw FormatError("the store's log ends at " + std::to_string(limit) + " bytes, before the end of its synced "
+                              "data (" + std::to_string(synced) + " bytes): synced records are missing (the file was "
+                              "cut); open it with repair=True to accept the loss");
+        }
+        if (pos < limit || pos < synced) {
             stats_.recovered_at = pos;
-            stats_.recovered_bytes = limit - pos;
+            stats_.recovered_bytes = std::max(limit, synced) - pos;
             if (log_.writable()) log_.truncate(pos);
             else log_.set_readable_end(pos);
         }
@@ -1123,6 +1312,11 @@ private:
     uint64_t live_bytes_ = 0;
     uint64_t version_ = 0;
     unsigned max_kicks_;
+    bool repair_ = false;
+    bool in_batch_ = false;
+    unsigned depth_ = 0;  // atomically() calls running
+    Mark batch_mark_;
+    std::vector<JournalEntry> journal_;
     StoreStats stats_;
     // Readers of one store run at once (under a shared lock): their counters are atomic.
     std::atomic<uint64_t> lookups_{0}, log_reads_{0};

@@ -124,6 +124,58 @@ struct RecordView {
     throw std::system_error(errno, std::generic_category(), what);
 }
 
+// Deterministic I/O fault injection for the tests (tests/test_store_faults.py reaches it only
+// through cuckoo._core._testing_io_fault): every write-like call of the store's files (a pwrite,
+// an fdatasync, the snapshot's write) counts one; the nth after arm() fails with `error` (EFBIG,
+// ENOSPC, ...), a pwrite after really writing the first half of its bytes, as a full disk does;
+// `persistent`: every later one too (a disk that stays full). Off it costs one relaxed load per
+// write. Single-threaded tests only (the countdown is not exact under concurrent writers).
+namespace io_testing {
+inline std::atomic<int64_t> countdown{0};  // 0: off; n > 0: the nth write from now fails; -1: all fail
+inline std::atomic<int> error{0};
+inline std::atomic<bool> persistent{false};
+inline std::atomic<uint64_t> writes{0};  // write-like calls seen since the last arm()
+inline void arm(int64_t nth, int err, bool stay) noexcept {
+    error.store(err);
+    persistent.store(stay);
+    writes.store(0);
+    countdown.store(nth);
+}
+// Whether this write must fail (errno is then set).
+inline bool fail_now() noexcept {
+    writes.fetch_add(1, std::memory_order_relaxed);
+    const int64_t c = countdown.load(std::memory_order_relaxed);
+    if (c == 0) return false;
+    if (c > 1) {
+        countdown.store(c - 1);
+        return false;
+    }
+    countdown.store(persistent.load() ? -1 : 0);
+    errno = error.load();
+    return true;
+}
+}  // namespace io_testing
+
+// Writes all n bytes at `offset` (retrying short writes and EINTR); false with errno set on error.
+inline bool pwrite_all(int fd, const unsigned char* data, size_t n, uint64_t offset) {
+    if (io_testing::fail_now()) {
+        const int e = errno;
+        if (n / 2 && ::pwrite(fd, data, n / 2, static_cast<off_t>(offset)) < 0) return false;
+        errno = e;
+        return false;
+    }
+    size_t done = 0;
+    while (done < n) {
+        const ssize_t w = ::pwrite(fd, data + done, n - done, static_cast<off_t>(offset + done));
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return false;
+        }
+        done += static_cast<size_t>(w);
+    }
+    return true;
+}
+
 class LogFile {
 public:
     LogFile() = default;
@@ -206,14 +258,7 @@ public:
         if (value_len) std::memcpy(r + kRecordHeader + key_len, value, value_len);
         std::memset(r + kRecordHeader + key_len + value_len, 0, size - kRecordHeader - key_len - value_len);
         put32(r, checksum32(r + 4, kRecordHeader - 4 + key_len + value_len, offset));
-        if (buffer_.size() >= kFlushBytes) {
-            try {
-                flush();
-            } catch (...) {
-                buffer_.resize(at);  // the record is not in the log: the caller indexes nothing
-                throw;
-            }
-        }
+        if (buffer_.size() >= kFlushBytes && !held_) flush();
         return offset;
     }
 
@@ -268,7 +313,6 @@ public:
         return true;
     }
 
-    // Writes buffered records to the file (not yet durable: see sync()).
     // Copies bytes [offset, offset + n) of the log (written or buffered) to `out`.
     void read_bytes(uint64_t offset, uint64_t n, unsigned char* out) {
         while (n > 0) {
@@ -283,19 +327,19 @@ public:
     // A reader's log ends before a torn tail it cannot cut.
     void set_readable_end(uint64_t offset) { file_end_ = std::min(file_end_, offset); }
 
+    // Writes buffered records to the file (not yet durable: see sync()). On an error nothing
+    // changes: the records stay buffered and whatever part of them reached the file is cut off
+    // again, so that no record the program does not count as written can be found by a reopen.
     void flush() {
+        if (buffer_.empty()) return;
         // The mapping must cover what is written before file_end_ moves (reads of records below
         // file_end_ go through it): extend it first, so that failing to (ENOMEM) changes nothing.
         reserve_mapping(file_end_ + buffer_.size());
-        size_t done = 0;
-        while (done < buffer_.size()) {
-            const ssize_t n = ::pwrite(fd_, buffer_.data() + done, buffer_.size() - done,
-                                       static_cast<off_t>(file_end_ + done));
-            if (n < 0) {
-                if (errno == EINTR) continue;
-                throw_errno("cannot write the store's log");
-            }
-            done += static_cast<size_t>(n);
+        if (!pwrite_all(fd_, buffer_.data(), buffer_.size(), file_end_)) {
+            const int e = errno;
+            if (::ftruncate(fd_, static_cast<off_t>(file_end_)) != 0) broken_ = true;
+            errno = e;
+            throw_errno("cannot write the store's log");
         }
         file_end_ += buffer_.size();
         buffer_.clear();
@@ -317,14 +361,35 @@ public:
         if (end > map_len_) remap(end);
     }
 
+    // While held, appends are not written to the file however many there are (a batch's records
+    // reach the file only when it commits: a crash before that leaves none of them).
+    void hold(bool on) noexcept { held_ = on; }
+
+    // Drops every byte of the log from `offset` (>= the synced end) on: buffered ones, and written
+    // ones by cutting the file. Undoes the appends of a failed call or a rolled-back batch.
+    void rollback(uint64_t offset) {
+        if (offset < header_.synced_end) throw std::logic_error("cannot roll the store's log back past its synced end");
+        if (offset >= file_end_) {
+            buffer_.resize(std::min<uint64_t>(buffer_.size(), offset - file_end_));
+            return;
+        }
+        if (::ftruncate(fd_, static_cast<off_t>(offset)) != 0) {
+            broken_ = true;
+            throw_errno("cannot cut the store's log back after a failed write");
+        }
+        buffer_.clear();
+        file_end_ = offset;
+    }
+    // Set when bytes the program does not count as written could not be cut from the file.
+    bool broken() const noexcept { return broken_; }
+
     // Makes every record appended so far durable, then records that in the header (made durable
     // by the next sync: until then recovery only treats a little more of the log as unsynced).
     void sync() {
         flush();
         if (anonymous_) return;
         durable_sync();
-        header_.synced_end = file_end_;
-        write_synced_end();
+        write_synced_end(file_end_);
     }
 
     // Cuts the file at `offset` (recovery of a torn tail). Only for writable logs.
@@ -332,10 +397,7 @@ public:
         buffer_.clear();
         if (::ftruncate(fd_, static_cast<off_t>(offset)) != 0) throw_errno("cannot truncate the store's log");
         file_end_ = offset;
-        if (header_.synced_end > offset) {
-            header_.synced_end = offset;
-            write_synced_end();
-        }
+        if (header_.synced_end > offset) write_synced_end(offset);
         durable_sync();
     }
 
@@ -371,6 +433,7 @@ public:
 
     // fdatasync where it exists; on macOS, F_FULLFSYNC (its fsync does not reach the medium).
     void durable_sync() {
+        if (io_testing::fail_now()) throw_errno("cannot sync the store's log");
 #if defined(__APPLE__)
         if (::fcntl(fd_, F_FULLFSYNC) != 0 && ::fsync(fd_) != 0) throw_errno("cannot sync the store's log");
 #else
@@ -389,8 +452,15 @@ public:
         }
     }
 
+    // Writes what is buffered and closes; the file and the lock are released even when that
+    // write fails (the error is thrown after).
     void close() {
-        if (fd_ >= 0 && writable_) flush();
+        try {
+            if (fd_ >= 0 && writable_) flush();
+        } catch (...) {
+            close_quietly();
+            throw;
+        }
         close_quietly();
     }
     // Closes without writing anything (a copy inherited through fork(): its buffer belongs to the
@@ -433,13 +503,20 @@ private:
             header_.synced_end = store_format::kHeaderSize;
             unsigned char h[store_format::kHeaderSize];
             encode_header(header_, h);
-            if (::pwrite(fd_, h, sizeof h, 0) != static_cast<ssize_t>(sizeof h)) throw_errno("cannot write " + path_);
+            if (!pwrite_all(fd_, h, sizeof h, 0)) {
+                const int e = errno;
+                if (::ftruncate(fd_, 0) != 0) {}  // leave an empty file, which opens as a new store
+                errno = e;
+                throw_errno("cannot write " + path_);
+            }
             file_end_ = store_format::kHeaderSize;
             remap(file_end_);
             return;
         }
+        // The header before the size: a writer records a synced end only after writing up to
+        // it, so a reader racing with it still finds the file at least that long.
         read_header();
-        file_end_ = size;
+        file_end_ = file_size();
         remap(file_end_);
     }
 
@@ -466,11 +543,13 @@ private:
         header_.synced_end = load_le32(h + 56) == checksum32(h + 48, 8, 0) ? load_le64(h + 48) : 0;
     }
 
-    void write_synced_end() {
+    // Records `end` as the synced end, in the header and (once written) here.
+    void write_synced_end(uint64_t end) {
         unsigned char s[12];
-        store_le64(s, header_.synced_end);
+        store_le64(s, end);
         store_format::put32(s + 8, store_format::checksum32(s, 8, 0));
-        if (::pwrite(fd_, s, sizeof s, 48) != static_cast<ssize_t>(sizeof s)) throw_errno("cannot write the store's header");
+        if (!pwrite_all(fd_, s, sizeof s, 48)) throw_errno("cannot write the store's header");
+        header_.synced_end = end;
     }
 
     // Pointer to byte `offset` of the log (< end()). The mapping always covers the written file
@@ -521,6 +600,8 @@ private:
     int fd_ = -1;
     bool writable_ = false;
     bool anonymous_ = false;
+    bool held_ = false;
+    bool broken_ = false;
     LogHeader header_;
     uint64_t file_end_ = 0;
     std::vector<unsigned char> buffer_;
