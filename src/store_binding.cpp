@@ -31,6 +31,19 @@ PyObject* add_store_locked_error(py::module_& m) {
     return locked;
 }
 
+// cuckoo.StoreForkedError (CuckooError, RuntimeError): a write through a store inherited across
+// fork(). Defined on every platform too.
+PyObject* add_store_forked_error(py::module_& m) {
+    py::tuple bases = py::make_tuple(py::handle(error_types().base), py::handle(PyExc_RuntimeError));
+    PyObject* forked = PyErr_NewExceptionWithDoc(
+        "cuckoo.StoreForkedError",
+        "A write through a store that the parent process opened before fork(): open the store in the child.",
+        bases.ptr(), nullptr);
+    if (!forked) throw py::error_already_set();
+    m.add_object("StoreForkedError", py::handle(forked));
+    return forked;
+}
+
 }  // namespace
 }  // namespace cuckoo_py
 
@@ -39,7 +52,10 @@ namespace cuckoo_py {
 // The store's log needs POSIX files (cpp/include/cuckoo/store_log.hpp: mmap, flock, fdatasync).
 // On Windows the module has no _Store and cuckoo.Store raises a clear error
 // (python/cuckoo/store.py); the filter works everywhere.
-void register_store(py::module_& m) { add_store_locked_error(m); }
+void register_store(py::module_& m) {
+    add_store_locked_error(m);
+    add_store_forked_error(m);
+}
 }  // namespace cuckoo_py
 #else
 
@@ -211,8 +227,46 @@ struct Values {
     std::vector<unsigned char> arena;
 };
 
+// One rule for values, put() and put_many() alike: bytes (bytearray, memoryview) or str; never
+// an int (its 8-byte word would be stored silently) or None.
+bool is_value_object(PyObject* v) {
+    return PyBytes_Check(v) || PyUnicode_Check(v) || PyByteArray_Check(v) || PyMemoryView_Check(v);
+}
+[[noreturn]] void refuse_value(PyObject* v, const std::string& where) {
+    throw py::type_error("store values must be bytes or str, not " + type_name(v) + where);
+}
+
+// The values of put_many, checked by that rule: items of a list, tuple or other iterable one by
+// one (an iterable is read into a list first), arrays by their kind (an integer array refused).
+py::object checked_values(const py::handle& values) {
+    PyObject* o = values.ptr();
+    py::object seq = py::reinterpret_borrow<py::object>(values);
+    const bool columnar = PyObject_CheckBuffer(o) || PyObject_HasAttrString(o, "__arrow_c_array__") ||
+                          PyObject_HasAttrString(o, "__arrow_c_stream__") || PyObject_HasAttrString(o, "dtype");
+    if (!columnar && !PyList_Check(o) && !PyTuple_Check(o) && !is_value_object(o)) {
+        seq = py::reinterpret_steal<py::object>(PySequence_List(o));
+        if (!seq) {
+            if (!PyErr_ExceptionMatches(PyExc_TypeError)) throw py::error_already_set();
+            PyErr_Clear();
+            throw py::type_error("put_many values must be a sequence or array of bytes or str, not " + type_name(o));
+        }
+    }
+    if (PyList_Check(seq.ptr()) || PyTuple_Check(seq.ptr())) {
+        const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq.ptr());
+        for (Py_ssize_t k = 0; k < n; ++k) {
+            PyObject* item = PySequence_Fast_GET_ITEM(seq.ptr(), k);
+            if (!item || !is_value_object(item))
+                refuse_value(item ? item : Py_None, " (put_many value " + std::to_string(k) + ")");
+        }
+    }
+    return seq;
+}
+
 void collect_values(const PyStore& self, const py::handle& values, uint64_t expected, Values& v) {
     v.batches = make_batches(self.open().hasher(), values, KeyForm::Bytes);
+    for (const KeyBatch& b : v.batches)
+        if (b.kind == BufferKind::Int)
+            throw py::type_error("store values must be bytes or str, not integers (put_many values)");
     if (total_size(v.batches) != expected)
         throw py::value_error("put_many: " + std::to_string(expected) + " keys but " +
                               std::to_string(total_size(v.batches)) + " values");
@@ -264,8 +318,7 @@ py::object store_get(const PyStore& self, const py::handle& key) {
 // Values are bytes; str is stored as its UTF-8 (like keys); nothing else.
 void value_bytes(const py::handle& value, KeyBytes& out) {
     PyObject* v = value.ptr();
-    if (!(PyBytes_Check(v) || PyUnicode_Check(v) || PyByteArray_Check(v) || PyMemoryView_Check(v)))
-        throw py::type_error(std::string("store values must be bytes or str, not ") + type_name(v));
+    if (!is_value_object(v)) refuse_value(v, "");
     if (!key_bytes_of_object(v, out)) throw py::error_already_set();
 }
 
@@ -317,11 +370,15 @@ py::array_t<bool> apply_many(PyStore& self, cuckoo::Store::Op op, const std::vec
     bool* dst = out.mutable_data();
     WriteLock lock(self);
     cuckoo::Store& s = self.open();
-    // Safe without the GIL: the loop reads only buffers that `batches` and `values` hold
-    // exported, the store (write lock held), and writes `out`.
-    for_each_chunk(s.hasher(), batches, [&](const Chunk& c, uint64_t pos, uint64_t n) {
-        uint64_t done = 0;
-        s.apply_chunk(op, n, c.spans.data(), c.hashes.data(), values ? values->spans.data() + pos : nullptr, dst + pos, done);
+    // All chunks or none: an error or an interrupt between chunks undoes the call.
+    s.atomically([&] {
+        // Safe without the GIL: the loop reads only buffers that `batches` and `values` hold
+        // exported, the store (write lock held), and writes `out`.
+        for_each_chunk(s.hasher(), batches, [&](const Chunk& c, uint64_t pos, uint64_t n) {
+            uint64_t done = 0;
+            s.apply_chunk(op, n, c.spans.data(), c.hashes.data(), values ? values->spans.data() + pos : nullptr,
+                          dst + pos, done);
+        });
     });
     return out;
 }
@@ -331,11 +388,14 @@ py::array_t<bool> apply_many(PyStore& self, cuckoo::Store::Op op, const std::vec
 void register_store(py::module_& m) {
     PyObject* locked = add_store_locked_error(m);
     static PyObject* locked_type = locked;
+    static PyObject* forked_type = add_store_forked_error(m);
     py::register_exception_translator([](std::exception_ptr p) {
         try {
             if (p) std::rethrow_exception(p);
         } catch (const cuckoo::StoreLockedError& e) {
             PyErr_SetString(locked_type, e.what());
+        } catch (const cuckoo::StoreForkedError& e) {
+            PyErr_SetString(forked_type, e.what());
         } catch (const std::system_error& e) {
             py::object exc = py::reinterpret_steal<py::object>(
                 PyObject_CallFunction(PyExc_OSError, "is", e.code().value(), e.what()));
@@ -346,15 +406,18 @@ void register_store(py::module_& m) {
     py::class_<PyStore> cls(m, "_Store", "The compiled part of cuckoo.Store (use cuckoo.Store).");
     cls.def_static(
         "open",
-        [](const std::string& path, bool readonly, uint64_t seed, unsigned tag_bits, uint64_t log_id) {
+        [](const std::string& path, bool readonly, uint64_t seed, unsigned tag_bits, uint64_t log_id, bool repair) {
             auto s = std::make_unique<PyStore>();
+            cuckoo::Store::Options o = options(readonly, seed, tag_bits, log_id);
+            o.repair = repair;
             {
                 py::gil_scoped_release nogil;  // reading a large log or snapshot takes a while
-                s->core = cuckoo::Store::open(path, options(readonly, seed, tag_bits, log_id));
+                s->core = cuckoo::Store::open(path, o);
             }
             return s;
         },
-        py::arg("path"), py::arg("readonly"), py::arg("seed"), py::arg("tag_bits"), py::arg("log_id"));
+        py::arg("path"), py::arg("readonly"), py::arg("seed"), py::arg("tag_bits"), py::arg("log_id"),
+        py::arg("repair") = false);
     cls.def_static(
         "on_fd",
         [](int fd, uint64_t seed, unsigned tag_bits, uint64_t log_id) {
@@ -466,8 +529,9 @@ void register_store(py::module_& m) {
         [](PyStore& self, const py::handle& keys, const py::handle& values) {
             const std::vector<KeyBatch> batches = store_batches(self, keys);  // once: keys may be an iterator
             if (values.is_none()) return apply_many(self, cuckoo::Store::Op::Put, batches, nullptr);
+            const py::object checked = checked_values(values);  // (kept alive: v borrows from it)
             Values v;
-            collect_values(self, values, total_size(batches), v);
+            collect_values(self, checked, total_size(batches), v);
             return apply_many(self, cuckoo::Store::Op::Put, batches, &v);
         },
         py::arg("keys"), py::arg("values") = py::none());
@@ -498,17 +562,19 @@ void register_store(py::module_& m) {
         const cuckoo::KeyHasher hs = s.hasher();
         py::gil_scoped_release nogil;  // reads data/starts/lengths (held by the caller), writes out
         Chunk c;
-        for (uint64_t pos = 0; pos < n; pos += kChunkKeys) {
-            const uint64_t m = std::min(kChunkKeys, n - pos);
-            c.spans.resize(m);
-            c.hashes.resize(m);
-            for (uint64_t j = 0; j < m; ++j) {
-                c.spans[j] = {base + st[pos + j], static_cast<uint64_t>(ln[pos + j])};
-                c.hashes[j] = hs.hash_key(c.spans[j].data, c.spans[j].len);
+        s.atomically([&] {
+            for (uint64_t pos = 0; pos < n; pos += kChunkKeys) {
+                const uint64_t m = std::min(kChunkKeys, n - pos);
+                c.spans.resize(m);
+                c.hashes.resize(m);
+                for (uint64_t j = 0; j < m; ++j) {
+                    c.spans[j] = {base + st[pos + j], static_cast<uint64_t>(ln[pos + j])};
+                    c.hashes[j] = hs.hash_key(c.spans[j].data, c.spans[j].len);
+                }
+                uint64_t done = 0;
+                s.apply_chunk(cuckoo::Store::Op::AddUnique, m, c.spans.data(), c.hashes.data(), nullptr, dst + pos, done);
             }
-            uint64_t done = 0;
-            s.apply_chunk(cuckoo::Store::Op::AddUnique, m, c.spans.data(), c.hashes.data(), nullptr, dst + pos, done);
-        }
+        });
         return out;
     }, py::arg("data"), py::arg("starts"), py::arg("lengths"));
 
@@ -570,16 +636,44 @@ void register_store(py::module_& m) {
         py::gil_scoped_release nogil;
         self.open().compact(new_log_id);
     }, py::arg("new_log_id"));
+    // Closed afterwards even when a write of the close fails (the core releases the files and
+    // the lock first): the error is raised once, and a second close() does nothing.
     cls.def("close", [](PyStore& self) {
         WriteLock lock(self);
         if (!self.core) return;
-        {
-            py::gil_scoped_release nogil;
-            self.core->close();
-        }
-        self.core.reset();
+        std::unique_ptr<cuckoo::Store> core = std::move(self.core);
+        py::gil_scoped_release nogil;
+        core->close();
+    });
+    cls.def("begin_batch", [](PyStore& self) {
+        WriteLock lock(self);
+        self.open().begin_batch();
+    });
+    cls.def("commit_batch", [](PyStore& self) {
+        WriteLock lock(self);
+        py::gil_scoped_release nogil;
+        self.open().commit_batch();
+    });
+    cls.def("rollback_batch", [](PyStore& self) {
+        WriteLock lock(self);
+        py::gil_scoped_release nogil;
+        self.open().rollback_batch();
+    });
+    cls.def_property_readonly("in_batch", [](const PyStore& self) {
+        ReadLock lock(self);
+        return self.open().in_batch();
     });
     cls.def_property_readonly("closed", [](const PyStore& self) { return !self.core; });
+
+    // Tests only (tests/test_store_faults.py): the nth write-like call of any store from now
+    // fails with OSError(error), and every later one too if persistent (store_log.hpp,
+    // io_testing); nth 0 disarms. Returns the number of such calls since the previous arming.
+    m.def("_testing_io_fault", [](int64_t nth, int error, bool persistent) {
+        if (nth < 0) throw py::value_error("nth must be >= 0");
+        const uint64_t seen = cuckoo::io_testing::writes.load();
+        cuckoo::io_testing::arm(nth, error, persistent);
+        return seen;
+    }, py::arg("nth"), py::arg("error"), py::arg("persistent") = false);
     cls.def("stats", [](const PyStore& self) {
         ReadLock lock(self);
         return stats_dict(self.open().stats());

@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <map>
 #include <random>
@@ -181,7 +182,10 @@ TEST_CASE(store_grows_and_keeps_its_index_small) {
     }
     std::unique_ptr<bool[]> out(new bool[n]);
     uint64_t done = 0;
-    s->apply_chunk(cuckoo::Store::Op::AddUnique, n, spans.data(), hashes.data(), nullptr, out.get(), done);
+    // In chunks of 1000 keys, so that the index grows many times (a chunk makes room for all of
+    // its new keys at once).
+    for (uint64_t at = 0; at < n; at += 1000)
+        s->apply_chunk(cuckoo::Store::Op::AddUnique, 1000, spans.data() + at, hashes.data() + at, nullptr, out.get() + at, done);
     for (uint64_t i = 0; i < n; ++i) REQUIRE(out[i]);
     CHECK_EQ(s->size(), n);
     CHECK(s->stats().grows > 5);
@@ -264,6 +268,127 @@ TEST_CASE(store_recovers_a_torn_or_corrupt_last_record) {
     b[cuckoo::store_format::kHeaderSize + 13] ^= 1;  // a key byte of the first record
     write_file(b, full);
     CHECK_THROWS(cuckoo::Store::open(path, options(16)), cuckoo::FormatError);
+    remove_store(path);
+    ::rmdir(dir.c_str());
+}
+
+// Every allocation of reserve() and of a put that grows the index fails in turn (the fault hook,
+// cuckoo/fault.hpp): each failure throws std::bad_alloc and leaves the store as it was.
+TEST_CASE(allocation_failure_leaves_the_store_as_it_was) {
+    const std::string dir = temp_dir();
+    const std::string path = dir + "/f";
+    auto s = cuckoo::Store::open(path, options(16));
+    Model m;
+    auto put = [&](const std::string& k) {
+        s->put(k.data(), k.size(), hash_of(*s, k), k.data(), k.size());
+        m[k] = k;
+    };
+    for (uint64_t i = 0; i < 240; ++i) put(key_of(i));  // the next new key makes the 64-bucket index grow
+    for (int call = 0; call < 2; ++call) {
+        const uint64_t buckets = s->stats().bucket_count, log_bytes = s->stats().log_bytes;
+        uint64_t failed = 0;
+        for (uint64_t n = 1;; ++n) {
+            cuckoo::fault::arm(n);
+            try {
+                if (call == 0) put(key_of(100000));
+                else s->reserve(5000);
+            } catch (const std::bad_alloc&) {
+                cuckoo::fault::arm(0);
+                ++failed;
+                CHECK_EQ(s->stats().bucket_count, buckets);
+                CHECK_EQ(s->stats().log_bytes, log_bytes);
+                check_against(*s, m, 0, 50);
+                continue;
+            }
+            cuckoo::fault::arm(0);
+            break;
+        }
+        CHECK(failed >= 2);  // the list of live offsets and the new table
+        CHECK(s->stats().bucket_count > buckets);
+    }
+    check_against(*s, m, 0, 50);
+    s->close();
+    remove_store(path);
+    ::rmdir(dir.c_str());
+}
+
+// A log cut at a record boundary before its synced end lost synced records: refused unless
+// repair is asked for, which cuts there and records the smaller synced end.
+TEST_CASE(store_refuses_a_log_cut_before_its_synced_end) {
+    const std::string dir = temp_dir();
+    const std::string path = dir + "/c";
+    uint64_t cut = 0;
+    {
+        auto s = cuckoo::Store::open(path, options(16));
+        for (int i = 0; i < 20; ++i) {
+            const std::string k = key_of(static_cast<uint64_t>(i));
+            if (i == 10) cut = s->stats().log_bytes;
+            s->put(k.data(), k.size(), hash_of(*s, k), "v", 1);
+        }
+        s->close();
+    }
+    for (bool with_snapshot : {true, false}) {
+        if (!with_snapshot) ::unlink((path + ".idx").c_str());
+        REQUIRE(::truncate(path.c_str(), static_cast<off_t>(cut)) == 0);
+        CHECK_THROWS(cuckoo::Store::open(path, options(16)), cuckoo::FormatError);
+        cuckoo::Store::Options ro = options(16);
+        ro.readonly = true;
+        CHECK_THROWS(cuckoo::Store::open(path, ro), cuckoo::FormatError);
+    }
+    cuckoo::Store::Options o = options(16);
+    o.repair = true;
+    CHECK_EQ(cuckoo::Store::open(path, o)->size(), 10u);
+    CHECK_EQ(cuckoo::Store::open(path, options(16))->size(), 10u);
+    remove_store(path);
+    ::rmdir(dir.c_str());
+}
+
+// A failed bulk call (an injected ENOSPC at each write) changes nothing, in memory or in the log;
+// a rolled-back batch neither; a committed one is all there after a reopen.
+TEST_CASE(store_calls_and_batches_are_all_or_nothing) {
+    const std::string dir = temp_dir();
+    const std::string path = dir + "/a";
+    const uint64_t n = 20000;
+    std::vector<std::string> keys(n), values(n);
+    std::vector<cuckoo::KeySpan> spans(n), vspans(n);
+    std::vector<uint64_t> hashes(n);
+    std::unique_ptr<bool[]> out(new bool[n]);
+    auto s = cuckoo::Store::open(path, options(16));
+    for (uint64_t i = 0; i < n; ++i) {
+        keys[i] = key_of(i);
+        values[i] = std::string(100, char('a' + i % 26));
+        spans[i] = {reinterpret_cast<const unsigned char*>(keys[i].data()), keys[i].size()};
+        vspans[i] = {reinterpret_cast<const unsigned char*>(values[i].data()), values[i].size()};
+        hashes[i] = hash_of(*s, keys[i]);
+    }
+    uint64_t done = 0;
+    s->apply_chunk(cuckoo::Store::Op::Put, n / 2, spans.data(), hashes.data(), vspans.data(), out.get(), done);
+    Model m;
+    for (uint64_t i = 0; i < n / 2; ++i) m[keys[i]] = values[i];
+    for (int64_t nth = 1; nth <= 3; ++nth) {  // the chunk below writes twice (2.6 MB in 1 MiB flushes)
+        const uint64_t end = s->stats().log_bytes;
+        cuckoo::io_testing::arm(nth, ENOSPC, false);
+        CHECK_THROWS(s->apply_chunk(cuckoo::Store::Op::Put, n, spans.data(), hashes.data(), vspans.data(), out.get(),
+                                    done),
+                     std::system_error);
+        cuckoo::io_testing::arm(0, 0, false);
+        CHECK_EQ(s->stats().log_bytes, end);
+        check_against(*s, m, 0, 10);
+    }
+    s->begin_batch();
+    s->apply_chunk(cuckoo::Store::Op::Discard, n, spans.data(), hashes.data(), nullptr, out.get(), done);
+    CHECK_EQ(s->size(), 0u);
+    CHECK_THROWS(s->sync(), std::logic_error);
+    s->rollback_batch();
+    check_against(*s, m, 0, 10);
+    s->begin_batch();
+    s->apply_chunk(cuckoo::Store::Op::Put, n, spans.data(), hashes.data(), vspans.data(), out.get(), done);
+    s->commit_batch();
+    for (uint64_t i = 0; i < n; ++i) m[keys[i]] = values[i];
+    s->close();
+    s = cuckoo::Store::open(path, options(16));
+    check_against(*s, m, 0, 10);
+    s->close();
     remove_store(path);
     ::rmdir(dir.c_str());
 }

@@ -17,6 +17,7 @@ end, as in the log). See docs/store.md for the formats and the durability promis
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import tempfile
@@ -42,19 +43,23 @@ class RecoveryWarning(UserWarning):
 class Store(MutableMapping):
     """An exact, persistent mapping of keys to bytes on a cuckoo-indexed log.
 
-    ``Store(path)`` opens or creates the store at ``path`` (files ``path``, ``path.idx`` for the
-    index snapshot and ``path.lock``). One process writes at a time: a second writer gets
-    ``cuckoo.StoreLockedError``; other processes read with ``readonly=True``. ``Store()`` (no
+    ``Store(path)`` opens or creates the store at ``path`` (files ``path``, locked by the writer,
+    and ``path.idx`` for the index snapshot). One process writes at a time: a second writer, by
+    any name or link, gets ``cuckoo.StoreLockedError``; other processes read with
+    ``readonly=True``. A store belongs to the process that opened it: after ``fork()`` the child's
+    writes raise ``cuckoo.StoreForkedError`` (open the store in the child instead). ``Store()`` (no
     path) keeps its log in an anonymous temporary file that disappears with the object: exact
     deduplication in one process without holding the keys in RAM.
 
     ``seed``: for a new store, the key hash seed (``None``: drawn from the OS, the default; it is
     stored in the file). ``tag_bits``: bits of each index tag (16; fewer only to test log
-    verification: every tag match costs one log read).
+    verification: every tag match costs one log read). ``repair``: open a log damaged before its
+    synced end (otherwise ``cuckoo.FormatError``) by cutting it at the first bad record, losing
+    the synced records from there on (a ``RecoveryWarning`` says how many bytes).
     """
 
     def __init__(self, path: Optional[Union[str, os.PathLike]] = None, *, readonly: bool = False,
-                 seed: Optional[int] = None, tag_bits: int = 16) -> None:
+                 seed: Optional[int] = None, tag_bits: int = 16, repair: bool = False) -> None:
         if _Store is None:
             raise NotImplementedError(
                 "cuckoo.Store is not available on Windows: its log needs POSIX file operations (mmap, "
@@ -77,7 +82,7 @@ class Store(MutableMapping):
                 self._path = os.fsdecode(self._path)
             if os.path.exists(self._path) and not os.path.isfile(self._path):
                 raise ValueError(f"{self._path!r} exists and is not a regular file")
-            self._s = _Store.open(self._path, bool(readonly), seed, tag_bits, log_id)
+            self._s = _Store.open(self._path, bool(readonly), seed, tag_bits, log_id, bool(repair))
         st = self._s.stats()
         if st["recovered_bytes"]:
             what = "cut off" if not readonly else "ignored (read-only)"
@@ -155,7 +160,9 @@ class Store(MutableMapping):
     def put_many(self, keys: Any, values: Any = None) -> None:
         """Stores each key with its value (``values``: a sequence, NumPy 'S' array or Arrow
         binary array of the same length; ``None``: empty values, a set). In order: a later copy
-        of a key overwrites an earlier one."""
+        of a key overwrites an earlier one. Values follow the rule of ``s[k] = v``: bytes
+        (bytearray, memoryview) or str; an int or ``None`` raises TypeError. All or nothing:
+        an error (e.g. ``OSError`` ENOSPC) leaves the store as before the call."""
         self._s.put_many(keys, values)
 
     def add_unique_many(self, keys: Any) -> np.ndarray:
@@ -195,6 +202,30 @@ class Store(MutableMapping):
             raise TypeError("reserve() takes a non-negative int")
         self._s.reserve(n)
 
+    # ---- batches ----
+    @contextlib.contextmanager
+    def batch(self) -> Iterator["Store"]:
+        """All the writes of a ``with`` block, or none of them::
+
+            with s.batch():
+                new = s.add_unique_many(block)
+                out.write(...)          # an exception here undoes the add_unique_many
+
+        The block's writes are held in memory, so no crash can leave part of them in the log;
+        leaving the block without an exception hands them to the OS at once (durable at the next
+        ``sync()``). An exception (``KeyboardInterrupt`` too) rolls the store back, index and log,
+        to where the block began, then propagates; so does a failed final write (an
+        ``OSError``), after rolling back. ``sync()``, ``snapshot()`` and ``compact()`` are refused
+        inside a batch, batches do not nest, and ``close()`` inside one rolls it back."""
+        self._s.begin_batch()
+        try:
+            yield self
+        except BaseException:
+            if not self._s.closed and self._s.in_batch:
+                self._s.rollback_batch()
+            raise
+        self._s.commit_batch()
+
     # ---- durability and maintenance ----
     def sync(self) -> None:
         """Makes every earlier write durable (fsync of the log)."""
@@ -209,9 +240,8 @@ class Store(MutableMapping):
 
     def snapshot(self) -> None:
         """Writes the index snapshot now (close() does it too): reopening then reads the index
-        instead of the whole log."""
-        if self._path is not None:
-            self._s.snapshot()
+        instead of the whole log. Raises ``cuckoo.ReadOnlyError`` on a read-only store."""
+        self._s.snapshot()
 
     def stats(self) -> dict:
         """Live keys, log bytes (live and dead), index bytes per key, log reads per lookup, and
@@ -219,7 +249,10 @@ class Store(MutableMapping):
         return self._s.stats()
 
     def close(self) -> None:
-        """Syncs, writes the index snapshot and releases the writer lock. Idempotent."""
+        """Syncs, writes the index snapshot and releases the writer lock. Idempotent. The store
+        is closed afterwards even if a write fails: the ``OSError`` is raised once, and the
+        records not written then are lost as in a crash (everything before the last ``sync()``
+        is kept). Rolls back an open ``batch()``."""
         self._s.close()
 
     @property

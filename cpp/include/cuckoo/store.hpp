@@ -29,6 +29,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -37,9 +38,11 @@
 #include <vector>
 
 #include "cuckoo/evict.hpp"
+#include "cuckoo/fault.hpp"
 #include "cuckoo/filter.hpp"  // ReadOnlyError
 #include "cuckoo/hash.hpp"
 #include "cuckoo/locate.hpp"
+#include "cuckoo/memory.hpp"
 #include "cuckoo/store_log.hpp"
 
 namespace cuckoo {
@@ -98,6 +101,9 @@ public:
         HashAlgorithm algorithm = HashAlgorithm::xxh3;
         unsigned tag_bits = 16;  // fewer only to test verification (1..16)
         bool readonly = false;
+        // Accept damage before the log's synced end (normally a FormatError): the log is cut at
+        // the first bad record, losing the synced records from there on (docs/store.md).
+        bool repair = false;
         unsigned max_kicks = 500;
         uint64_t log_id = 0;  // identity of a new log (random, from the caller)
     };
@@ -108,7 +114,7 @@ public:
     static std::unique_ptr<Store> open(const std::string& path, const Options& o) {
         std::unique_ptr<Store> s(new Store(o));
         s->log_.open_path(path, !o.readonly, s->fresh_header(o));
-        s->after_open(path);
+        s->after_open(s->log_.path());  // the real path: the snapshot sits beside the file itself
         return s;
     }
     // A store on an empty, read-write file descriptor (an anonymous temporary file).
@@ -153,27 +159,95 @@ public:
         return true;
     }
     void put(const void* key, uint64_t len, uint64_t h, const void* value, uint64_t value_len) {
-        require_writable();
-        const auto* k = static_cast<const unsigned char*>(key);
-        const Location at = find(h, k, len);
-        const uint64_t old_size = at.offset == kNone ? 0 : at.record.size;
-        const uint64_t off = log_.append(k, len, value, value_len, false);
-        live_bytes_ += store_format::record_size(len, value_len) - old_size;
-        if (at.offset == kNone) insert_entry(h, off);
-        else set_offset(at, off);
-        ++version_;
+        atomically([&] {
+            const auto* k = static_cast<const unsigned char*>(key);
+            const Location at = find(h, k, len);
+            if (at.offset == kNone) make_room(1);  // before the append: a failure leaves no record behind
+            const uint64_t old_size = at.offset == kNone ? 0 : at.record.size;
+            note_append(at.offset);
+            const uint64_t off = log_.append(k, len, value, value_len, false);
+            live_bytes_ += store_format::record_size(len, value_len) - old_size;
+            if (at.offset == kNone) insert_entry(h, off);
+            else set_offset(at, off);
+            ++version_;
+        });
     }
     bool erase(const void* key, uint64_t len, uint64_t h) {
-        require_writable();
-        const auto* k = static_cast<const unsigned char*>(key);
-        const Location at = find(h, k, len);
-        if (at.offset == kNone) return false;
-        live_bytes_ -= at.record.size;
-        log_.append(k, len, nullptr, 0, true);
-        remove_entry(at);
-        ++version_;
-        return true;
+        bool found = false;
+        atomically([&] {
+            const auto* k = static_cast<const unsigned char*>(key);
+            const Location at = find(h, k, len);
+            if (at.offset == kNone) return;
+            note_append(at.offset);
+            log_.append(k, len, nullptr, 0, true);
+            live_bytes_ -= at.record.size;
+            remove_entry(at);
+            ++version_;
+            found = true;
+        });
+        return found;
     }
+
+    // ---- all or nothing ----
+    // Runs f, a sequence of writes (one call of the API: a scalar write, or every chunk of a bulk
+    // one), so that when it throws (an I/O error, the log's size limit, an interrupt, no memory)
+    // the store is as before it: its records leave the log (buffer and file) and the index entries
+    // they changed are put back. What the program sees after the error is then what a reopen
+    // finds. Costs 8 bytes of journal per record appended, kept until f returns. A call whose
+    // records began to reach the file (its appends passed the 1 MiB buffer) writes the rest
+    // before returning, so that outside a batch the file always ends where a call ended.
+    // Calls nest (apply_chunk runs atomically, inside the binding's call over all chunks): an
+    // inner failure undoes its own part, the outer catch the rest.
+    template <class F>
+    void atomically(F&& f) {
+        require_writable();
+        const Mark m = mark();
+        ++depth_;
+        try {
+            f();
+            if (depth_ == 1 && !in_batch_ && log_.file_end() > m.log_end) log_.flush();
+        } catch (...) {
+            --depth_;
+            undo_to(m);
+            throw;
+        }
+        --depth_;
+        settle();
+    }
+
+    // A batch: the writes from begin_batch() on are held in memory (none reaches the file, so a
+    // crash leaves none of them) until commit_batch() writes them all, or rollback_batch() (or
+    // close()) undoes them all, in memory and in the log. One batch at a time per store; sync(),
+    // snapshot() and compact() wait for its end.
+    void begin_batch() {
+        require_writable();
+        if (in_batch_) throw std::logic_error("a batch is already open on this store (batches do not nest)");
+        batch_mark_ = mark();
+        in_batch_ = true;
+        log_.hold(true);
+    }
+    // Hands the batch's records to the OS (as flush: durable at the next sync()). When that write
+    // fails the batch is rolled back, and the error thrown.
+    void commit_batch() {
+        require_batch();
+        log_.hold(false);
+        try {
+            log_.flush();
+        } catch (...) {
+            rollback_batch();
+            throw;
+        }
+        in_batch_ = false;
+        settle();
+    }
+    void rollback_batch() {
+        require_batch();
+        in_batch_ = false;
+        log_.hold(false);
+        undo_to(batch_mark_);
+        settle();
+    }
+    bool in_batch() const noexcept { return in_batch_; }
 
     // ---- bulk operations on a chunk of keys (spans and their hashes) ----
     // Where each key's live record is (kNone: absent), for contains and get.
@@ -204,12 +278,18 @@ public:
     enum class Op { AddUnique, Put, Discard };
     // Applies op to the keys in order; out[j]: AddUnique, whether key j was new; Discard, whether
     // it was present; Put, whether it was new. `values` (Put only, may be null: empty values).
-    // Throws (the store keeps every change made before the failing key, like a loop of scalar
-    // calls) only on I/O errors and the log's size limit; `done` says how many keys were applied.
+    // All or nothing: throws (I/O errors, the log's size limit, lack of memory) with the store as
+    // before; `done` says how many keys were applied (all, unless it threw). Inside an
+    // atomically() call, the chunks of one call are all or nothing together.
     void apply_chunk(Op op, uint64_t n, const KeySpan* keys, const uint64_t* hashes, const KeySpan* values,
                      bool* out, uint64_t& done) {
-        require_writable();
         done = 0;
+        atomically([&] { apply_chunk_body(op, n, keys, hashes, values, out, done); });
+    }
+
+private:
+    void apply_chunk_body(Op op, uint64_t n, const KeySpan* keys, const uint64_t* hashes, const KeySpan* values,
+                          bool* out, uint64_t& done) {
         // Scratch kept between chunks (writers hold the store alone): fresh vectors would cost
         // page faults and zeroing at every chunk.
         std::vector<uint64_t>& current = scratch_current_;  // before the chunk: each key's live record
@@ -249,6 +329,26 @@ public:
                 }
             }
         }
+        // Room for the chunk's new keys and the log's mapping for its records, before anything
+        // changes: an allocation that fails (index growth, the mapping) then raises with the store
+        // as it was.
+        {
+            uint64_t new_keys = 0, bytes = 0;
+            for (uint64_t j = 0; j < n; ++j) {
+                if (op == Op::Discard) {
+                    if (current[j] != kNone) bytes += store_format::record_size(keys[j].len, 0);
+                    continue;
+                }
+                if (op == Op::Put) bytes += store_format::record_size(keys[j].len, values ? values[j].len : 0);
+                if (first[j] == j && current[j] == kNone) {
+                    ++new_keys;
+                    if (op == Op::AddUnique) bytes += store_format::record_size(keys[j].len, 0);
+                }
+            }
+            make_room(new_keys);
+            log_.reserve_mapping(log_.end() + bytes);
+            log_.reserve_buffer(bytes);
+        }
         constexpr uint64_t kAhead = 16;  // keys whose buckets are prefetched before they are placed
         for (uint64_t j = 0; j < n; ++j) {
             if (j + kAhead < n) {
@@ -264,6 +364,7 @@ public:
                 case Op::AddUnique:
                     out[j] = cur == kNone;
                     if (cur == kNone) {
+                        note_append(kNone);
                         cur = log_.append(k.data, k.len, nullptr, 0, false);
                         cur_size = store_format::record_size(k.len, 0);
                         live_bytes_ += cur_size;
@@ -274,6 +375,7 @@ public:
                     const KeySpan v = values ? values[j] : KeySpan{nullptr, 0};
                     out[j] = cur == kNone;
                     const uint64_t old_size = cur == kNone ? 0 : cur_size;
+                    note_append(cur);
                     const uint64_t off = log_.append(k.data, k.len, v.data, v.len, false);
                     cur_size = store_format::record_size(k.len, v.len);
                     live_bytes_ += cur_size - old_size;
@@ -285,8 +387,9 @@ public:
                 case Op::Discard:
                     out[j] = cur != kNone;
                     if (cur != kNone) {
-                        live_bytes_ -= cur_size;
+                        note_append(cur);
                         log_.append(k.data, k.len, nullptr, 0, true);
+                        live_bytes_ -= cur_size;
                         remove_entry(find_offset(h, cur));
                         cur = kNone;
                     }
@@ -297,11 +400,18 @@ public:
         ++version_;
     }
 
+public:
     Store(const Store&) = delete;
     Store& operator=(const Store&) = delete;
-    // Writes what is buffered (no sync, no snapshot: close() does those).
+    // Writes what is buffered (no sync, no snapshot: close() does those), after undoing an open
+    // batch.
     ~Store() {
         try {
+            if (forked()) {  // a copy inherited through fork(): its buffer and batch are the parent's
+                log_.abandon();
+                return;
+            }
+            if (in_batch_) rollback_batch();
             if (log_.is_open() && log_.writable()) log_.flush();
         } catch (...) {
         }
@@ -318,7 +428,7 @@ public:
             throw std::length_error("a store holds at most 2^34 keys");
         const uint64_t want = (static_cast<uint64_t>(buckets) + kBlockBuckets - 1) / kBlockBuckets * kBlockBuckets;
         if (want <= buckets_.size()) return;
-        if (size() == 0) resize_index(want);
+        if (size() == 0) resize_index(want);  // both keep the index as it was if they fail
         else rebuild(want);
         ++version_;
     }
@@ -340,6 +450,7 @@ public:
 
     void sync() {
         require_writable();
+        require_no_batch("sync()");
         log_.sync();
     }
 
@@ -347,6 +458,7 @@ public:
     // written beside the old one, made durable, then renamed over it.
     void compact(uint64_t new_log_id) {
         require_writable();
+        require_no_batch("compact()");
         if (log_.anonymous()) throw std::logic_error("compact() needs a store with a path");
         log_.flush();
         // (unit offset << 32 | position) sorted by offset: position is the slot (bucket*4+slot)
@@ -366,19 +478,24 @@ public:
         LogHeader h = log_.header();
         h.log_id = new_log_id;
         std::vector<uint64_t> new_offsets(entries.size());
-        {
-            LogFile out;
+        LogFile out;  // locked from its creation: it becomes the log (replace_with)
+        try {
             ::unlink(tmp.c_str());
-            out.open_path(tmp, true, h, /*lock=*/false);
-            ForwardReader reader(log_);
-            for (size_t e = 0; e < entries.size(); ++e) {
-                const RecordView r = reader.read(entries[e].first);
-                new_offsets[e] = out.append(r.key, r.key_len, r.value, r.value_len, false);
+            out.open_path(tmp, true, h);
+            {
+                ForwardReader reader(log_);
+                for (size_t e = 0; e < entries.size(); ++e) {
+                    const RecordView r = reader.read(entries[e].first);
+                    new_offsets[e] = out.append(r.key, r.key_len, r.value, r.value_len, false);
+                }
             }
             out.sync();
-            out.close();
+            log_.replace_with(out);  // nothing fails after its rename
+        } catch (...) {
+            out.abandon();
+            ::unlink(tmp.c_str());  // the old log is untouched: nothing else to undo
+            throw;
         }
-        log_.replace_with(tmp);
         for (size_t e = 0; e < entries.size(); ++e) {
             const uint64_t where = entries[e].second;
             if (where < buckets_.size() * 4) buckets_[where / 4].unit[where % 4] = static_cast<uint32_t>(new_offsets[e] / 8);
@@ -388,12 +505,31 @@ public:
         write_snapshot();
     }
 
-    // Flushes, syncs and writes the index snapshot (writers), then closes.
+    // Undoes an open batch, flushes, syncs and writes the index snapshot (writers), then
+    // closes. The files and the lock are released even when a write fails; the first error is
+    // thrown after. Records not yet written then are lost as in a crash (docs/store.md).
+    // A copy inherited through fork() closes without writing (see require_owner).
     void close() {
         if (!log_.is_open()) return;
-        if (log_.writable() && !log_.anonymous()) write_snapshot();  // syncs the log first
-        log_.close();
+        if (forked()) {
+            log_.abandon();
+            snapshot_path_.clear();
+            return;
+        }
+        std::exception_ptr error;
+        try {
+            if (in_batch_) rollback_batch();
+            if (log_.writable() && !log_.anonymous()) write_snapshot();  // syncs the log first
+        } catch (...) {
+            error = std::current_exception();
+        }
+        try {
+            log_.close();
+        } catch (...) {
+            if (!error) error = std::current_exception();
+        }
         snapshot_path_.clear();
+        if (error) std::rethrow_exception(error);
     }
 
     // ---- the index snapshot (path + ".idx") ----
@@ -404,6 +540,8 @@ public:
     // then stash entries (u64 hash, u64 offset). A snapshot is a cache: any mismatch and the
     // index is rebuilt from the log instead.
     void write_snapshot() {
+        require_writable();
+        require_no_batch("snapshot()");
         if (snapshot_path_.empty()) return;
         log_.sync();
         const uint64_t body = buckets_.size() * sizeof(StoreBucket) + stash_.size() * 16;
@@ -436,19 +574,17 @@ public:
         store_le64(hd + 72, xxh3_64(out.data() + kSnapshotHeader, body, 0));
         store_format::put32(hd + 80, store_format::checksum32(hd, 80, 0));
         const std::string tmp = snapshot_path_ + ".tmp";
-        const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        ::unlink(tmp.c_str());  // a new file, never whatever sits there (a FIFO would block the open)
+        const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (fd < 0) throw_errno("cannot write " + tmp);
-        size_t done = 0;
-        while (done < out.size()) {
-            const ssize_t w = ::write(fd, out.data() + done, out.size() - done);
-            if (w < 0 && errno == EINTR) continue;
-            if (w < 0) {
-                ::close(fd);
-                throw_errno("cannot write " + tmp);
-            }
-            done += static_cast<size_t>(w);
+        if (!pwrite_all(fd, out.data(), out.size(), 0)) {
+            const int e = errno;
+            ::close(fd);
+            ::unlink(tmp.c_str());
+            errno = e;
+            throw_errno("cannot write " + tmp);
         }
-        ::fsync(fd);
+        ::fsync(fd);  // (a snapshot lost to a crash is only a cache: its checksums refuse it)
         ::close(fd);
         if (::rename(tmp.c_str(), snapshot_path_.c_str()) != 0) throw_errno("cannot write " + snapshot_path_);
         log_.sync_directory();
@@ -458,7 +594,10 @@ private:
     static constexpr uint64_t kSnapshotHeader = 96;
     static constexpr uint64_t kReleaseWindow = uint64_t(4) << 20;
 
-    explicit Store(const Options& o) : max_kicks_(o.max_kicks) {}
+    explicit Store(const Options& o)
+        : max_kicks_(o.max_kicks), repair_(o.repair), fork_generation_(fork_generation()) {
+        nodes_.resize(size_t(max_kicks_) + 2);  // the eviction search's scratch: no allocation in place()
+    }
 
     LogHeader fresh_header(const Options& o) const {
         if (o.tag_bits < 1 || o.tag_bits > 16) throw std::invalid_argument("tag_bits must be between 1 and 16");
@@ -505,14 +644,114 @@ private:
     }
 
     void require_writable() const {
+        require_owner();
         if (!log_.writable()) throw ReadOnlyError("the store is open read-only (readonly=True)");
+        if (log_.broken())
+            throw std::system_error(EIO, std::generic_category(),
+                                    "the store's log could not be cut back after a failed write: close the store");
+    }
+    void require_batch() const {
+        if (!in_batch_) throw std::logic_error("no batch is open on this store");
+    }
+    void require_no_batch(const char* what) const {
+        if (in_batch_)
+            throw std::logic_error(std::string(what) + " inside a batch: commit or roll the batch back first");
+    }
+
+    // Where a call or a batch began: what undo_to() restores.
+    struct Mark {
+        uint64_t log_end = 0;
+        size_t journal = 0;
+        uint64_t live_bytes = 0;
+    };
+    // Per record appended since the mark: its unit offset and the unit of the key's live record
+    // before it (0: none; unit 0 is the header, never a record).
+    struct JournalEntry {
+        uint32_t unit;
+        uint32_t prev;
+    };
+    Mark mark() const noexcept { return Mark{log_.end(), journal_.size(), live_bytes_}; }
+    // Journals the record about to be appended (before the append: a failure inside it, once
+    // the record is buffered, is undone like the rest).
+    void note_append(uint64_t prev_offset) {
+        journal_.push_back(JournalEntry{static_cast<uint32_t>(log_.end() / 8),
+                                        prev_offset == kNone ? 0u : static_cast<uint32_t>(prev_offset / 8)});
+    }
+    void settle() noexcept {
+        if (in_batch_ || depth_ > 0) return;  // the batch or the outer call may still be undone
+        journal_.clear();
+        if (journal_.capacity() > (size_t(1) << 16)) std::vector<JournalEntry>().swap(journal_);
+    }
+    // Undoes the records appended since m, newest first: a record's key gets back the live
+    // record it had before (or none), a tombstone's key its deleted record. Growth is not undone
+    // (a larger index holds the same keys); eviction moves need no undoing.
+    void undo_to(const Mark& m) {
+        const KeyHasher hs = hasher();
+        for (size_t i = journal_.size(); i-- > m.journal;) {
+            const uint64_t off = uint64_t(journal_[i].unit) * 8;
+            const uint64_t prev = journal_[i].prev ? uint64_t(journal_[i].prev) * 8 : kNone;
+            if (off >= log_.end()) continue;  // the append itself failed before buffering it
+            const RecordView r = log_.read(off);
+            const uint64_t h = hs.hash_key(r.key, r.key_len);
+            if (r.tombstone) {
+                if (prev != kNone && !entry_at(h, prev).found) place(h, prev);
+            } else {
+                const EntryAt at = entry_at(h, off);
+                if (!at.found) continue;  // placing the entry failed: nothing to take back
+                if (prev == kNone) remove_entry(at.loc);
+                else set_offset(at.loc, prev);
+            }
+        }
+        journal_.resize(m.journal);
+        live_bytes_ = m.live_bytes;
+        ++version_;
+        log_.rollback(m.log_end);
+    }
+
+    // Whether this object is used in a child of the process that opened it (fork()).
+    bool forked() const noexcept { return fork_generation() != fork_generation_; }
+    // Writes through a store inherited across fork() are refused: the child's copy of the append
+    // buffer and of the log's end would overwrite the parent's records (and the parent's the
+    // child's). Reads stay allowed (they see the log as it was at the fork, and later appends).
+    void require_owner() const {
+        if (forked())
+            throw StoreForkedError("this store was opened by the parent process before fork(): a child must not "
+                                   "write through it (the two processes would overwrite each other's records). "
+                                   "Open the store in the child instead (after the parent closed it); the child may "
+                                   "close its inherited copy, which writes nothing");
     }
 
     Locator locator() const noexcept { return loc_; }
+    // An empty index of `bucket_count` buckets; the old one stays if the allocation fails.
     void resize_index(uint64_t bucket_count) {
-        buckets_.assign(bucket_count, StoreBucket{});
+        std::vector<StoreBucket> fresh = new_table(bucket_count);
+        buckets_.swap(fresh);
         loc_ = Locator{bucket_count, bucket_count >> kBlockShift, log_.header().tag_bits};
         count_ = 0;
+    }
+    static std::vector<StoreBucket> new_table(uint64_t bucket_count) {
+        fault::before_allocation();
+        return std::vector<StoreBucket>(bucket_count, StoreBucket{});
+    }
+
+    // Makes sure that `new_keys` more keys can be placed without any allocation: grows the
+    // index now if they would pass the growth load, and keeps a stash node and stash buckets
+    // ready (the rare entry that finds no room). Called before a write appends its records, so
+    // that a failure here changes nothing.
+    void make_room(uint64_t new_keys) {
+        if (new_keys == 0) return;
+        const double limit = kMaxLoad * 4.0 * static_cast<double>(buckets_.size());
+        if (static_cast<double>(count_ + new_keys) > limit) {
+            const double need = std::ceil(static_cast<double>(count_ + new_keys) / (4.0 * kMaxLoad));
+            const uint64_t grown = buckets_.size() * 3 / 2;
+            const uint64_t target = std::max<uint64_t>(grown, static_cast<uint64_t>(std::min(need, 1e19)));
+            rebuild((target + kBlockBuckets - 1) / kBlockBuckets * kBlockBuckets);
+        }
+        if (spare_nodes_.size() < new_keys && spare_nodes_.size() < kSpareNodes) {
+            fault::before_allocation();
+            while (spare_nodes_.size() < std::min<uint64_t>(new_keys, kSpareNodes)) spare_nodes_.emplace(0, 0);
+        }
+        stash_.reserve(stash_.size() + std::min<uint64_t>(new_keys, kSpareNodes));
     }
 
     bool key_is(uint64_t offset, const unsigned char* key, uint64_t len, RecordView& r) {
@@ -560,6 +799,20 @@ private:
             }
         }
         return Location{};
+    }
+
+    // The entry of the key with hash h pointing at `offset`, if there is one.
+    struct EntryAt {
+        Location loc;
+        bool found;
+    };
+    EntryAt entry_at(uint64_t h, uint64_t offset) const {
+        const Location at = find_offset(h, offset);
+        if (at.slot >= 0) return {at, true};
+        auto range = stash_.equal_range(h);
+        for (auto it = range.first; it != range.second; ++it)
+            if (it->second == offset) return {at, true};
+        return {at, false};
     }
 
     // The entry of the key with hash h whose record is at `offset` (known to be live).
@@ -616,11 +869,19 @@ private:
         void prefetch(uint64_t bucket) const noexcept { __builtin_prefetch(&b[bucket], 1, 3); }
     };
 
-    // Places a new entry (the key is known to be absent). Grows the index first when full.
+    // Places a new entry (the key is known to be absent). Grows the index first when full (not
+    // after make_room, which grew it already).
     void insert_entry(uint64_t h, uint64_t offset) {
-        if (static_cast<double>(count_ + 1) > kMaxLoad * 4.0 * static_cast<double>(buckets_.size()) ||
-            (stash_.size() > 64 + size() / 32 && count_ * 2 > buckets_.size() * 4))
-            grow();
+        if (static_cast<double>(count_ + 1) > kMaxLoad * 4.0 * static_cast<double>(buckets_.size())) {
+            grow();  // (only while opening: a write's make_room() grew the index before its append)
+        } else if (stash_.size() > 64 + size() / 32 && count_ * 2 > buckets_.size() * 4) {
+            // Optional (place() works without it) and possibly after a write's append: a growth
+            // that fails for memory leaves the index as it was, and the entry goes in anyway.
+            try {
+                grow();
+            } catch (const std::bad_alloc&) {
+            }
+        }
         place(h, offset);
     }
 
@@ -641,7 +902,7 @@ private:
         } else {
             const EvictResult r = evict_search(t, loc_, k.i1, k.i2, max_kicks_, nodes_);
             if (!r.found) {
-                stash_.emplace(h, offset);
+                stash_insert(h, offset);
                 return;
             }
             bucket = r.bucket;
@@ -659,21 +920,52 @@ private:
     // the old and the new table plus the smaller of the two.
     void grow() { rebuild((buckets_.size() * 3 / 2 + kBlockBuckets - 1) / kBlockBuckets * kBlockBuckets); }
 
+    // All or nothing: the new index is built beside the old one, which comes back if anything
+    // fails (an allocation, a record that no longer reads). So the peak memory of a growth is
+    // the old and the new table plus the smaller of the two lists below.
     void rebuild(uint64_t target) {
         if (target > kMaxBucketCountStore) target = kMaxBucketCountStore;
         if (target <= buckets_.size()) return;  // at the largest index: entries beyond it go to the stash
-        std::vector<StoreBucket> old_buckets;
+        const uint64_t units_in_log = log_.end() / 8;
+        const bool use_bitmap = units_in_log / 64 + 1 <= count_ * 2;
+        std::vector<uint64_t> live;
+        std::vector<uint32_t> units;
+        fault::before_allocation();
+        if (use_bitmap) {
+            live.assign(units_in_log / 64 + 1, 0);
+            for (const StoreBucket& b : buckets_)
+                for (unsigned s = 0; s < 4; ++s)
+                    if (b.tag[s]) live[b.unit[s] / 64] |= uint64_t(1) << (b.unit[s] % 64);
+        } else {
+            units.reserve(count_);
+            for (const StoreBucket& b : buckets_)
+                for (unsigned s = 0; s < 4; ++s)
+                    if (b.tag[s]) units.push_back(b.unit[s]);
+            radix_sort_u32(units);
+        }
+        std::vector<StoreBucket> old_buckets = new_table(target);
         old_buckets.swap(buckets_);
         std::unordered_multimap<uint64_t, uint64_t> stash;
         stash.swap(stash_);
-        const uint64_t units_in_log = log_.end() / 8;
-        if (units_in_log / 64 + 1 <= count_ * 2) {
-            std::vector<uint64_t> live(units_in_log / 64 + 1, 0);
-            for (const StoreBucket& b : old_buckets)
-                for (unsigned s = 0; s < 4; ++s)
-                    if (b.tag[s]) live[b.unit[s] / 64] |= uint64_t(1) << (b.unit[s] % 64);
-            release_vector(old_buckets);
-            resize_index(target);
+        const Locator old_loc = loc_;
+        const uint64_t old_count = count_;
+        loc_ = Locator{target, target >> kBlockShift, log_.header().tag_bits};
+        count_ = 0;
+        try {
+            rehash_all(use_bitmap, live, units, stash);
+        } catch (...) {
+            buckets_.swap(old_buckets);
+            stash_.swap(stash);
+            loc_ = old_loc;
+            count_ = old_count;
+            throw;
+        }
+        ++stats_.grows;
+    }
+
+    void rehash_all(bool use_bitmap, const std::vector<uint64_t>& live, const std::vector<uint32_t>& units,
+                    const std::unordered_multimap<uint64_t, uint64_t>& stash) {
+        if (use_bitmap) {
             size_t word = 0;
             uint64_t bits = live[0];
             rehash_from_log([&](uint32_t* out, unsigned max) {
@@ -689,14 +981,6 @@ private:
                 return n;
             });
         } else {
-            std::vector<uint32_t> units;
-            units.reserve(count_);
-            for (const StoreBucket& b : old_buckets)
-                for (unsigned s = 0; s < 4; ++s)
-                    if (b.tag[s]) units.push_back(b.unit[s]);
-            release_vector(old_buckets);
-            radix_sort_u32(units);
-            resize_index(target);
             size_t at = 0;
             rehash_from_log([&](uint32_t* out, unsigned max) {
                 const unsigned n = static_cast<unsigned>(std::min<size_t>(max, units.size() - at));
@@ -706,12 +990,20 @@ private:
             });
         }
         for (const auto& e : stash) place(e.first, e.second);
-        ++stats_.grows;
     }
 
-    template <class T>
-    static void release_vector(std::vector<T>& v) {
-        std::vector<T>().swap(v);
+    // Adds a stash entry, with a node kept ready by make_room() when there is one (so that a
+    // write that appended its record cannot fail here).
+    void stash_insert(uint64_t h, uint64_t offset) {
+        if (spare_nodes_.empty()) {
+            fault::before_allocation();
+            stash_.emplace(h, offset);
+            return;
+        }
+        auto node = spare_nodes_.extract(spare_nodes_.begin());
+        node.key() = h;
+        node.mapped() = offset;
+        stash_.insert(std::move(node));
     }
 
     static void radix_sort_u32(std::vector<uint32_t>& v) {
@@ -809,8 +1101,23 @@ private:
         replay(start);
     }
 
+    // The snapshot is a cache: whatever is wrong with it (not a regular file, a header that does
+    // not match the log or the file's size, too large for memory) and the index is rebuilt from
+    // the log instead, with the reason in stats().snapshot_note.
     bool load_snapshot(uint64_t& log_end) {
-        const int fd = ::open(snapshot_path_.c_str(), O_RDONLY | O_CLOEXEC);
+        try {
+            return read_snapshot(log_end);
+        } catch (const std::bad_alloc&) {
+            resize_index(64);  // small: if even this fails, the open fails
+            stash_.clear();
+            stats_.snapshot_note = "snapshot too large for the memory available";
+            return false;
+        }
+    }
+
+    bool read_snapshot(uint64_t& log_end) {
+        // O_NONBLOCK: a FIFO at PATH.idx must not block the open (it is refused below).
+        const int fd = ::open(snapshot_path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
         if (fd < 0) {
             stats_.snapshot_note = "no snapshot";
             return false;
@@ -820,9 +1127,17 @@ private:
             struct stat st;
             if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < static_cast<off_t>(kSnapshotHeader)) {
                 ::close(fd);
-                stats_.snapshot_note = "snapshot too short";
+                stats_.snapshot_note = "snapshot too short or not a regular file";
                 return false;
             }
+            // The header first: its sizes must match the file's, and the table fit in memory,
+            // before the body is read (a sparse 1 TiB file must not be read or allocated).
+            unsigned char hd[kSnapshotHeader];
+            if (::pread(fd, hd, sizeof hd, 0) != static_cast<ssize_t>(sizeof hd) || !snapshot_sizes_fit(hd, st.st_size)) {
+                ::close(fd);
+                return false;
+            }
+            fault::before_allocation();
             data.resize(static_cast<size_t>(st.st_size));
             size_t done = 0;
             while (done < data.size()) {
@@ -888,10 +1203,32 @@ private:
                 stash_.clear();
                 return reject("snapshot entry outside the log");
             }
-            stash_.emplace(load_le64(p), off);
+            stash_insert(load_le64(p), off);
         }
         live_bytes_ = live_bytes;
         log_end = end;
+        return true;
+    }
+
+    // Whether the snapshot header `hd` declares a body of the file's size, no more entries than
+    // the log it covers has records, and a table that fits in the memory available.
+    bool snapshot_sizes_fit(const unsigned char* hd, off_t file_size) {
+        auto reject = [&](const char* why) {
+            stats_.snapshot_note = why;
+            return false;
+        };
+        if (std::memcmp(hd, "CUCKOOIX", 8) != 0 || load_le32(hd + 80) != store_format::checksum32(hd, 80, 0))
+            return reject("snapshot header corrupt");
+        const uint64_t end = load_le64(hd + 24), buckets = load_le64(hd + 32), entries = load_le64(hd + 40),
+                       stash = load_le64(hd + 48);
+        if (end < store_format::kHeaderSize) return reject("snapshot sizes inconsistent");
+        const uint64_t records = (end - store_format::kHeaderSize) / store_format::record_size(0, 0);  // at most
+        if (end < store_format::kHeaderSize || end > log_.file_end() || buckets > kMaxBucketCountStore ||
+            entries > records || stash > records - entries ||
+            static_cast<uint64_t>(file_size) != kSnapshotHeader + buckets * sizeof(StoreBucket) + stash * 16)
+            return reject("snapshot sizes inconsistent");
+        if (!memory_available_for(2 * static_cast<uint64_t>(file_size)))  // the file's bytes and the table
+            return reject("snapshot too large for the memory available");
         return true;
     }
 
@@ -943,13 +1280,22 @@ private:
         }
         lookups_ = 0;  // count what users ask, not what opening did
         log_reads_ = 0;
-        if (pos < limit) {
-            if (pos < log_.header().synced_end)
+        // Synced records are never a crash's loss: a log that is corrupt, or simply ends (cut at
+        // a record boundary), before its synced end was damaged, and opening says so instead of
+        // answering without them (and rewriting the synced end smaller) unless told to repair.
+        const uint64_t synced = log_.header().synced_end;
+        if (pos < synced && !repair_) {
+            if (pos < limit)
                 throw FormatError("the store's log is corrupt at offset " + std::to_string(pos) +
-                                  ", before the end of its synced data (" + std::to_string(log_.header().synced_end) +
-                                  " bytes)");
+                                  ", before the end of its synced data (" + std::to_string(synced) +
+                                  " bytes); open it with repair=True to cut it there, losing the records after it");
+            throw FormatError("the store's log ends at " + std::to_string(limit) + " bytes, before the end of its synced "
+                              "data (" + std::to_string(synced) + " bytes): synced records are missing (the file was "
+                              "cut); open it with repair=True to accept the loss");
+        }
+        if (pos < limit || pos < synced) {
             stats_.recovered_at = pos;
-            stats_.recovered_bytes = limit - pos;
+            stats_.recovered_bytes = std::max(limit, synced) - pos;
             if (log_.writable()) log_.truncate(pos);
             else log_.set_readable_end(pos);
         }
@@ -966,11 +1312,19 @@ private:
     uint64_t live_bytes_ = 0;
     uint64_t version_ = 0;
     unsigned max_kicks_;
+    bool repair_ = false;
+    bool in_batch_ = false;
+    unsigned depth_ = 0;  // atomically() calls running
+    Mark batch_mark_;
+    std::vector<JournalEntry> journal_;
     StoreStats stats_;
     // Readers of one store run at once (under a shared lock): their counters are atomic.
     std::atomic<uint64_t> lookups_{0}, log_reads_{0};
     std::string snapshot_path_;
     std::vector<EvictNode> nodes_;
+    static constexpr uint64_t kSpareNodes = 4;
+    std::unordered_multimap<uint64_t, uint64_t> spare_nodes_;  // stash nodes kept ready (make_room)
+    uint64_t fork_generation_;  // of the process that opened the store (forked())
     std::vector<unsigned char> key_copy_;
     std::vector<uint64_t> scratch_current_, scratch_current_size_;
     std::vector<uint32_t> scratch_first_, scratch_slots_;

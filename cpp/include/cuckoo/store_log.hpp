@@ -30,13 +30,17 @@
 #endif
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <climits>
+#include <cstdlib>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
@@ -44,6 +48,7 @@
 #include <system_error>
 #include <vector>
 
+#include "cuckoo/fault.hpp"
 #include "cuckoo/format.hpp"  // FormatError
 #include "cuckoo/hash.hpp"
 
@@ -54,6 +59,27 @@ class StoreLockedError : public std::runtime_error {
 public:
     using std::runtime_error::runtime_error;
 };
+
+// A write (or sync, or snapshot) through a store that a parent process opened before fork():
+// the child's buffered records and appends would overwrite the parent's.
+class StoreForkedError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+// How many fork()s this process descends from since the library was loaded: a child handler of
+// pthread_atfork bumps it, so a store compares it with its value at open (one load, no system
+// call: getpid() is one since glibc 2.25) to know that it is used in another process than the one
+// that opened it. os.fork() runs the atfork handlers; a raw clone() does not (not supported).
+inline std::atomic<uint64_t> g_fork_generation{0};
+inline uint64_t fork_generation() noexcept {
+    static const bool registered = [] {
+        ::pthread_atfork(nullptr, nullptr, [] { g_fork_generation.fetch_add(1, std::memory_order_relaxed); });
+        return true;
+    }();
+    (void)registered;
+    return g_fork_generation.load(std::memory_order_relaxed);
+}
 
 namespace store_format {
 constexpr char kLogMagic[8] = {'C', 'U', 'C', 'K', 'O', 'O', 'K', 'V'};
@@ -98,6 +124,58 @@ struct RecordView {
     throw std::system_error(errno, std::generic_category(), what);
 }
 
+// Deterministic I/O fault injection for the tests (tests/test_store_faults.py reaches it only
+// through cuckoo._core._testing_io_fault): every write-like call of the store's files (a pwrite,
+// an fdatasync, the snapshot's write) counts one; the nth after arm() fails with `error` (EFBIG,
+// ENOSPC, ...), a pwrite after really writing the first half of its bytes, as a full disk does;
+// `persistent`: every later one too (a disk that stays full). Off it costs one relaxed load per
+// write. Single-threaded tests only (the countdown is not exact under concurrent writers).
+namespace io_testing {
+inline std::atomic<int64_t> countdown{0};  // 0: off; n > 0: the nth write from now fails; -1: all fail
+inline std::atomic<int> error{0};
+inline std::atomic<bool> persistent{false};
+inline std::atomic<uint64_t> writes{0};  // write-like calls seen since the last arm()
+inline void arm(int64_t nth, int err, bool stay) noexcept {
+    error.store(err);
+    persistent.store(stay);
+    writes.store(0);
+    countdown.store(nth);
+}
+// Whether this write must fail (errno is then set).
+inline bool fail_now() noexcept {
+    writes.fetch_add(1, std::memory_order_relaxed);
+    const int64_t c = countdown.load(std::memory_order_relaxed);
+    if (c == 0) return false;
+    if (c > 1) {
+        countdown.store(c - 1);
+        return false;
+    }
+    countdown.store(persistent.load() ? -1 : 0);
+    errno = error.load();
+    return true;
+}
+}  // namespace io_testing
+
+// Writes all n bytes at `offset` (retrying short writes and EINTR); false with errno set on error.
+inline bool pwrite_all(int fd, const unsigned char* data, size_t n, uint64_t offset) {
+    if (io_testing::fail_now()) {
+        const int e = errno;
+        if (n / 2 && ::pwrite(fd, data, n / 2, static_cast<off_t>(offset)) < 0) return false;
+        errno = e;
+        return false;
+    }
+    size_t done = 0;
+    while (done < n) {
+        const ssize_t w = ::pwrite(fd, data + done, n - done, static_cast<off_t>(offset + done));
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return false;
+        }
+        done += static_cast<size_t>(w);
+    }
+    return true;
+}
+
 class LogFile {
 public:
     LogFile() = default;
@@ -105,24 +183,42 @@ public:
     LogFile& operator=(const LogFile&) = delete;
     ~LogFile() { close_quietly(); }
 
-    // Opens (creating when writable and absent) the log at `path`. A writable open takes an
-    // exclusive lock on `path + ".lock"` first (a second writer gets StoreLockedError); the lock
-    // file, not the log, is locked because compaction replaces the log's inode.
+    // Opens (creating when writable and absent) the log at `path`, which must name a regular
+    // file (not empty, no NUL byte: the log, its snapshot and its compaction file would be one).
+    // path() is then the real path (symlinks resolved): the snapshot and compaction files sit
+    // beside the file itself, and compaction replaces the file, never a link to it.
+    //
+    // A writable open takes an exclusive flock on the log file itself (a second writer, by
+    // whatever name or link, gets StoreLockedError). Compaction replaces the log's inode: it
+    // locks the new file before renaming it into place, and a writer that locked the old inode
+    // after that sees that the path no longer names it, and opens again.
     void open_path(const std::string& path, bool writable, const LogHeader& fresh, bool lock = true) {
-        path_ = path;
+        if (path.empty()) throw std::invalid_argument("the store's path is empty");
+        if (path.find('\0') != std::string::npos) throw std::invalid_argument("embedded null byte in the store's path");
         writable_ = writable;
-        if (writable && lock) {
-            lock_fd_ = ::open((path + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-            if (lock_fd_ < 0) throw_errno("cannot open " + path + ".lock");
-            if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+        for (int attempt = 0;; ++attempt) {
+            // O_NONBLOCK: opening a FIFO must not wait for a writer; anything but a regular file
+            // is refused below (regular files ignore the flag).
+            fd_ = ::open(path.c_str(), (writable ? O_RDWR | O_CREAT : O_RDONLY) | O_NONBLOCK | O_CLOEXEC, 0644);
+            if (fd_ < 0) throw_errno("cannot open " + path);
+            struct stat st;
+            if (::fstat(fd_, &st) != 0) throw_errno("cannot stat " + path);
+            if (!S_ISREG(st.st_mode)) throw std::invalid_argument(path + " is not a regular file");
+            if (!(writable && lock)) break;
+            if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
                 if (errno == EWOULDBLOCK)
                     throw StoreLockedError("the store " + path + " is open for writing in another process or object "
                                            "(one writer at a time; open it with readonly=True to read)");
-                throw_errno("cannot lock " + path + ".lock");
+                throw_errno("cannot lock " + path);
             }
+            struct stat now;
+            if (::stat(path.c_str(), &now) == 0 && now.st_dev == st.st_dev && now.st_ino == st.st_ino) break;
+            if (attempt == 8) throw StoreLockedError("the store " + path + " keeps being replaced (compacted) by another writer");
+            ::close(fd_);  // a compaction replaced the file we locked: lock the one at the path now
+            fd_ = -1;
         }
-        fd_ = ::open(path.c_str(), (writable ? O_RDWR | O_CREAT : O_RDONLY) | O_CLOEXEC, 0644);
-        if (fd_ < 0) throw_errno("cannot open " + path);
+        char real[PATH_MAX];
+        path_ = ::realpath(path.c_str(), real) ? std::string(real) : path;
         attach(fresh);
     }
 
@@ -162,7 +258,7 @@ public:
         if (value_len) std::memcpy(r + kRecordHeader + key_len, value, value_len);
         std::memset(r + kRecordHeader + key_len + value_len, 0, size - kRecordHeader - key_len - value_len);
         put32(r, checksum32(r + 4, kRecordHeader - 4 + key_len + value_len, offset));
-        if (buffer_.size() >= kFlushBytes) flush();
+        if (buffer_.size() >= kFlushBytes && !held_) flush();
         return offset;
     }
 
@@ -217,7 +313,6 @@ public:
         return true;
     }
 
-    // Writes buffered records to the file (not yet durable: see sync()).
     // Copies bytes [offset, offset + n) of the log (written or buffered) to `out`.
     void read_bytes(uint64_t offset, uint64_t n, unsigned char* out) {
         while (n > 0) {
@@ -232,22 +327,61 @@ public:
     // A reader's log ends before a torn tail it cannot cut.
     void set_readable_end(uint64_t offset) { file_end_ = std::min(file_end_, offset); }
 
+    // Writes buffered records to the file (not yet durable: see sync()). On an error nothing
+    // changes: the records stay buffered and whatever part of them reached the file is cut off
+    // again, so that no record the program does not count as written can be found by a reopen.
     void flush() {
-        size_t done = 0;
-        while (done < buffer_.size()) {
-            const ssize_t n = ::pwrite(fd_, buffer_.data() + done, buffer_.size() - done,
-                                       static_cast<off_t>(file_end_ + done));
-            if (n < 0) {
-                if (errno == EINTR) continue;
-                throw_errno("cannot write the store's log");
-            }
-            done += static_cast<size_t>(n);
+        if (buffer_.empty()) return;
+        // The mapping must cover what is written before file_end_ moves (reads of records below
+        // file_end_ go through it): extend it first, so that failing to (ENOMEM) changes nothing.
+        reserve_mapping(file_end_ + buffer_.size());
+        if (!pwrite_all(fd_, buffer_.data(), buffer_.size(), file_end_)) {
+            const int e = errno;
+            if (::ftruncate(fd_, static_cast<off_t>(file_end_)) != 0) broken_ = true;
+            errno = e;
+            throw_errno("cannot write the store's log");
         }
         file_end_ += buffer_.size();
         buffer_.clear();
         if (buffer_.capacity() > 2 * kFlushBytes) buffer_.shrink_to_fit();
-        if (file_end_ > map_len_) remap();
     }
+
+    // Room in the append buffer for `bytes` more (up to the flush threshold), so that a batch's
+    // appends do not allocate on the way.
+    void reserve_buffer(uint64_t bytes) {
+        const uint64_t want = buffer_.size() + std::min<uint64_t>(bytes, kFlushBytes);
+        if (want <= buffer_.capacity()) return;
+        fault::before_allocation();
+        buffer_.reserve(static_cast<size_t>(want));
+    }
+
+    // Makes the mapping cover the log up to `end` (pages past the file's end are mapped but never
+    // touched). Throws std::bad_alloc when the address space is exhausted; the old mapping stays.
+    void reserve_mapping(uint64_t end) {
+        if (end > map_len_) remap(end);
+    }
+
+    // While held, appends are not written to the file however many there are (a batch's records
+    // reach the file only when it commits: a crash before that leaves none of them).
+    void hold(bool on) noexcept { held_ = on; }
+
+    // Drops every byte of the log from `offset` (>= the synced end) on: buffered ones, and written
+    // ones by cutting the file. Undoes the appends of a failed call or a rolled-back batch.
+    void rollback(uint64_t offset) {
+        if (offset < header_.synced_end) throw std::logic_error("cannot roll the store's log back past its synced end");
+        if (offset >= file_end_) {
+            buffer_.resize(std::min<uint64_t>(buffer_.size(), offset - file_end_));
+            return;
+        }
+        if (::ftruncate(fd_, static_cast<off_t>(offset)) != 0) {
+            broken_ = true;
+            throw_errno("cannot cut the store's log back after a failed write");
+        }
+        buffer_.clear();
+        file_end_ = offset;
+    }
+    // Set when bytes the program does not count as written could not be cut from the file.
+    bool broken() const noexcept { return broken_; }
 
     // Makes every record appended so far durable, then records that in the header (made durable
     // by the next sync: until then recovery only treats a little more of the log as unsynced).
@@ -255,8 +389,7 @@ public:
         flush();
         if (anonymous_) return;
         durable_sync();
-        header_.synced_end = file_end_;
-        write_synced_end();
+        write_synced_end(file_end_);
     }
 
     // Cuts the file at `offset` (recovery of a torn tail). Only for writable logs.
@@ -264,10 +397,7 @@ public:
         buffer_.clear();
         if (::ftruncate(fd_, static_cast<off_t>(offset)) != 0) throw_errno("cannot truncate the store's log");
         file_end_ = offset;
-        if (header_.synced_end > offset) {
-            header_.synced_end = offset;
-            write_synced_end();
-        }
+        if (header_.synced_end > offset) write_synced_end(offset);
         durable_sync();
     }
 
@@ -283,25 +413,27 @@ public:
     }
     void release_all() noexcept { release(0, map_len_); }
 
-    // Replaces this log by the file at `new_path` (already complete and durable): renames it over
-    // the path and reopens. Used by compaction.
-    void replace_with(const std::string& new_path) {
+    // Replaces this log by `fresh` (a complete, durable log beside it, opened with its own lock
+    // and mapping): renames it over the path and takes over its descriptor, lock and mapping, so
+    // that the path is locked at every moment and nothing can fail after the rename. Used by
+    // compaction.
+    void replace_with(LogFile& fresh) {
         flush();
-        if (::rename(new_path.c_str(), path_.c_str()) != 0) throw_errno("cannot replace " + path_);
+        fresh.flush();
+        if (::rename(fresh.path_.c_str(), path_.c_str()) != 0) throw_errno("cannot replace " + path_);
         sync_directory();
-        const int fd = ::open(path_.c_str(), O_RDWR | O_CLOEXEC);
-        if (fd < 0) throw_errno("cannot reopen " + path_);
-        unmap();
-        ::close(fd_);
-        fd_ = fd;
+        std::swap(fd_, fresh.fd_);
+        std::swap(map_, fresh.map_);
+        std::swap(map_len_, fresh.map_len_);
+        header_ = fresh.header_;
+        file_end_ = fresh.file_end_;
         buffer_.clear();
-        read_header();
-        file_end_ = file_size();
-        remap();
+        fresh.close_quietly();  // the old log's descriptor (its lock) and mapping
     }
 
     // fdatasync where it exists; on macOS, F_FULLFSYNC (its fsync does not reach the medium).
     void durable_sync() {
+        if (io_testing::fail_now()) throw_errno("cannot sync the store's log");
 #if defined(__APPLE__)
         if (::fcntl(fd_, F_FULLFSYNC) != 0 && ::fsync(fd_) != 0) throw_errno("cannot sync the store's log");
 #else
@@ -320,8 +452,21 @@ public:
         }
     }
 
+    // Writes what is buffered and closes; the file and the lock are released even when that
+    // write fails (the error is thrown after).
     void close() {
-        if (fd_ >= 0 && writable_) flush();
+        try {
+            if (fd_ >= 0 && writable_) flush();
+        } catch (...) {
+            close_quietly();
+            throw;
+        }
+        close_quietly();
+    }
+    // Closes without writing anything (a copy inherited through fork(): its buffer belongs to the
+    // parent). The parent's lock stays: it belongs to the open file, which the parent holds too.
+    void abandon() noexcept {
+        buffer_.clear();
         close_quietly();
     }
     bool is_open() const noexcept { return fd_ >= 0; }
@@ -358,14 +503,21 @@ private:
             header_.synced_end = store_format::kHeaderSize;
             unsigned char h[store_format::kHeaderSize];
             encode_header(header_, h);
-            if (::pwrite(fd_, h, sizeof h, 0) != static_cast<ssize_t>(sizeof h)) throw_errno("cannot write " + path_);
+            if (!pwrite_all(fd_, h, sizeof h, 0)) {
+                const int e = errno;
+                if (::ftruncate(fd_, 0) != 0) {}  // leave an empty file, which opens as a new store
+                errno = e;
+                throw_errno("cannot write " + path_);
+            }
             file_end_ = store_format::kHeaderSize;
-            remap();
+            remap(file_end_);
             return;
         }
+        // The header before the size: a writer records a synced end only after writing up to
+        // it, so a reader racing with it still finds the file at least that long.
         read_header();
-        file_end_ = size;
-        remap();
+        file_end_ = file_size();
+        remap(file_end_);
     }
 
     void read_header() {
@@ -391,11 +543,13 @@ private:
         header_.synced_end = load_le32(h + 56) == checksum32(h + 48, 8, 0) ? load_le64(h + 48) : 0;
     }
 
-    void write_synced_end() {
+    // Records `end` as the synced end, in the header and (once written) here.
+    void write_synced_end(uint64_t end) {
         unsigned char s[12];
-        store_le64(s, header_.synced_end);
+        store_le64(s, end);
         store_format::put32(s + 8, store_format::checksum32(s, 8, 0));
-        if (::pwrite(fd_, s, sizeof s, 48) != static_cast<ssize_t>(sizeof s)) throw_errno("cannot write the store's header");
+        if (!pwrite_all(fd_, s, sizeof s, 48)) throw_errno("cannot write the store's header");
+        header_.synced_end = end;
     }
 
     // Pointer to byte `offset` of the log (< end()). The mapping always covers the written file
@@ -405,14 +559,27 @@ private:
         return map_ + offset;
     }
 
-    void remap() {
+    // Maps at least `end` bytes of the log. The new mapping is made before the old one goes, so
+    // a failure (std::bad_alloc for ENOMEM: the address space is exhausted) leaves the old one.
+    void remap(uint64_t end) {
         // Reserve address space ahead of the file (pages past its end are never touched), so
         // that a growing log is remapped about log2(size) times.
         uint64_t len = std::max<uint64_t>(uint64_t(64) << 20, map_len_ * 2);
-        while (len < file_end_) len *= 2;
-        unmap();
+        while (len < end) len *= 2;
+        fault::before_allocation();
+#if defined(__linux__) && defined(MREMAP_MAYMOVE)
+        void* p = map_ ? ::mremap(const_cast<unsigned char*>(map_), map_len_, len, MREMAP_MAYMOVE)
+                       : ::mmap(nullptr, len, PROT_READ, MAP_SHARED, fd_, 0);
+#else
         void* p = ::mmap(nullptr, len, PROT_READ, MAP_SHARED, fd_, 0);
-        if (p == MAP_FAILED) throw_errno("cannot map the store's log");
+#endif
+        if (p == MAP_FAILED) {
+            if (errno == ENOMEM) throw std::bad_alloc();
+            throw_errno("cannot map the store's log");
+        }
+#if !(defined(__linux__) && defined(MREMAP_MAYMOVE))
+        unmap();  // the old mapping, now that the new one exists
+#endif
         map_ = static_cast<const unsigned char*>(p);
         map_len_ = len;
     }
@@ -425,17 +592,16 @@ private:
 
     void close_quietly() noexcept {
         unmap();
-        if (fd_ >= 0) ::close(fd_);
+        if (fd_ >= 0) ::close(fd_);  // releases the flock of a writer
         fd_ = -1;
-        if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock
-        lock_fd_ = -1;
     }
 
     std::string path_;
     int fd_ = -1;
-    int lock_fd_ = -1;
     bool writable_ = false;
     bool anonymous_ = false;
+    bool held_ = false;
+    bool broken_ = false;
     LogHeader header_;
     uint64_t file_end_ = 0;
     std::vector<unsigned char> buffer_;
