@@ -56,8 +56,8 @@ struct Discard {
     static constexpr const char* doc =
         "discard($self, key)\n--\n\nRemove one copy of key if present; returns whether one was removed. Only remove "
         "keys that were added: removing an absent key that is a false positive deletes another key's fingerprint. In a "
-        "grown filter, a key whose fingerprint shows in two stages is not removed (False): the stage holding its own "
-        "copy cannot be told apart.";
+        "grown filter the copy is taken from the latest stage that matches, which is always safe; only a grown filter "
+        "saved by an earlier release may refuse (False) a key that matches in two of its own stages.";
     static PyObject* run(PyFilter& f, uint64_t h, PyObject*) { return PyBool_FromLong(f.core.erase_hash(h)); }
 };
 

@@ -238,9 +238,9 @@ class Lines:
 
     def _insert_in_order(self, f: Filter, unique: bool, applied: List[Tuple[Any, Any]]
                          ) -> Tuple[np.ndarray, Optional[int], Optional[FilterFullError]]:
-        # Undo: one copy of each key this block added. Exact for a one-stage filter (a fixed
-        # --capacity, where filling is expected); in a grown filter a delete is refused when the
-        # key's fingerprint shows in two stages (about the FPR per key), and that key then stays.
+        # Undo: one copy of each key this block added. Exact (a delete of an added key always
+        # succeeds), except in a grown filter saved by an earlier release, which refuses a delete
+        # when the key shows in two of its own stages (about the FPR per key): that key stays.
         for keys, added in applied:
             if len(keys):
                 f.discard_many(_take(keys, np.flatnonzero(added)))
