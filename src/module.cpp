@@ -4,6 +4,7 @@
 #include <new>
 #include <stdexcept>
 
+#include "cuckoo/fault.hpp"
 #include "cuckoo/filter.hpp"
 #include "cuckoo/format.hpp"
 #include "errors.hpp"
@@ -57,4 +58,8 @@ PYBIND11_MODULE(_core, m) {
     cuckoo_py::register_errors(m);
     cuckoo_py::register_filter(m);
     cuckoo_py::register_store(m);
+    // Tests only (tests/test_faults.py): the n-th allocation of a table, an index or a log
+    // mapping from now raises MemoryError (0 disarms); returns the allocations seen since the
+    // previous call.
+    m.def("_fail_allocation", &cuckoo::fault::arm, pybind11::arg("n"));
 }

@@ -31,6 +31,19 @@ PyObject* add_store_locked_error(py::module_& m) {
     return locked;
 }
 
+// cuckoo.StoreForkedError (CuckooError, RuntimeError): a write through a store inherited across
+// fork(). Defined on every platform too.
+PyObject* add_store_forked_error(py::module_& m) {
+    py::tuple bases = py::make_tuple(py::handle(error_types().base), py::handle(PyExc_RuntimeError));
+    PyObject* forked = PyErr_NewExceptionWithDoc(
+        "cuckoo.StoreForkedError",
+        "A write through a store that the parent process opened before fork(): open the store in the child.",
+        bases.ptr(), nullptr);
+    if (!forked) throw py::error_already_set();
+    m.add_object("StoreForkedError", py::handle(forked));
+    return forked;
+}
+
 }  // namespace
 }  // namespace cuckoo_py
 
@@ -39,7 +52,10 @@ namespace cuckoo_py {
 // The store's log needs POSIX files (cpp/include/cuckoo/store_log.hpp: mmap, flock, fdatasync).
 // On Windows the module has no _Store and cuckoo.Store raises a clear error
 // (python/cuckoo/store.py); the filter works everywhere.
-void register_store(py::module_& m) { add_store_locked_error(m); }
+void register_store(py::module_& m) {
+    add_store_locked_error(m);
+    add_store_forked_error(m);
+}
 }  // namespace cuckoo_py
 #else
 
@@ -373,11 +389,14 @@ py::array_t<bool> apply_many(PyStore& self, cuckoo::Store::Op op, const std::vec
 void register_store(py::module_& m) {
     PyObject* locked = add_store_locked_error(m);
     static PyObject* locked_type = locked;
+    static PyObject* forked_type = add_store_forked_error(m);
     py::register_exception_translator([](std::exception_ptr p) {
         try {
             if (p) std::rethrow_exception(p);
         } catch (const cuckoo::StoreLockedError& e) {
             PyErr_SetString(locked_type, e.what());
+        } catch (const cuckoo::StoreForkedError& e) {
+            PyErr_SetString(forked_type, e.what());
         } catch (const std::system_error& e) {
             py::object exc = py::reinterpret_steal<py::object>(
                 PyObject_CallFunction(PyExc_OSError, "is", e.code().value(), e.what()));

@@ -182,7 +182,10 @@ TEST_CASE(store_grows_and_keeps_its_index_small) {
     }
     std::unique_ptr<bool[]> out(new bool[n]);
     uint64_t done = 0;
-    s->apply_chunk(cuckoo::Store::Op::AddUnique, n, spans.data(), hashes.data(), nullptr, out.get(), done);
+    // In chunks of 1000 keys, so that the index grows many times (a chunk makes room for all of
+    // its new keys at once).
+    for (uint64_t at = 0; at < n; at += 1000)
+        s->apply_chunk(cuckoo::Store::Op::AddUnique, 1000, spans.data() + at, hashes.data() + at, nullptr, out.get() + at, done);
     for (uint64_t i = 0; i < n; ++i) REQUIRE(out[i]);
     CHECK_EQ(s->size(), n);
     CHECK(s->stats().grows > 5);
@@ -265,6 +268,46 @@ TEST_CASE(store_recovers_a_torn_or_corrupt_last_record) {
     b[cuckoo::store_format::kHeaderSize + 13] ^= 1;  // a key byte of the first record
     write_file(b, full);
     CHECK_THROWS(cuckoo::Store::open(path, options(16)), cuckoo::FormatError);
+    remove_store(path);
+    ::rmdir(dir.c_str());
+}
+
+// Every allocation of reserve() and of a put that grows the index fails in turn (the fault hook,
+// cuckoo/fault.hpp): each failure throws std::bad_alloc and leaves the store as it was.
+TEST_CASE(allocation_failure_leaves_the_store_as_it_was) {
+    const std::string dir = temp_dir();
+    const std::string path = dir + "/f";
+    auto s = cuckoo::Store::open(path, options(16));
+    Model m;
+    auto put = [&](const std::string& k) {
+        s->put(k.data(), k.size(), hash_of(*s, k), k.data(), k.size());
+        m[k] = k;
+    };
+    for (uint64_t i = 0; i < 240; ++i) put(key_of(i));  // the next new key makes the 64-bucket index grow
+    for (int call = 0; call < 2; ++call) {
+        const uint64_t buckets = s->stats().bucket_count, log_bytes = s->stats().log_bytes;
+        uint64_t failed = 0;
+        for (uint64_t n = 1;; ++n) {
+            cuckoo::fault::arm(n);
+            try {
+                if (call == 0) put(key_of(100000));
+                else s->reserve(5000);
+            } catch (const std::bad_alloc&) {
+                cuckoo::fault::arm(0);
+                ++failed;
+                CHECK_EQ(s->stats().bucket_count, buckets);
+                CHECK_EQ(s->stats().log_bytes, log_bytes);
+                check_against(*s, m, 0, 50);
+                continue;
+            }
+            cuckoo::fault::arm(0);
+            break;
+        }
+        CHECK(failed >= 2);  // the list of live offsets and the new table
+        CHECK(s->stats().bucket_count > buckets);
+    }
+    check_against(*s, m, 0, 50);
+    s->close();
     remove_store(path);
     ::rmdir(dir.c_str());
 }

@@ -24,6 +24,7 @@ try:
         FilterFullError,
         FormatError,
         ReadOnlyError,
+        StoreForkedError,
         StoreLockedError,
     )
 except ImportError as exc:  # pragma: no cover - only on a broken install
@@ -49,6 +50,7 @@ __all__ = [
     "ReadOnlyError",
     "RecoveryWarning",
     "Store",
+    "StoreForkedError",
     "StoreLockedError",
     "__version__",
 ]

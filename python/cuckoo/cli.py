@@ -1272,8 +1272,8 @@ def cmd_store_compact(args: argparse.Namespace) -> int:
 
 
 STORE_EPILOG = """\
-A store is an exact key-value file: an append-only log of records and, beside it, STORE.idx
-(a snapshot of the in-memory index, written on close) and STORE.lock (one writer at a time).
+A store is an exact key-value file: an append-only log of records (locked by its one writer)
+and, beside it, STORE.idx (a snapshot of the in-memory index, written on close).
 
   cuckoo store import data.store big.txt       each line becomes a record (key: its number)
   cuckoo store export data.store -o copy.txt   ... and comes back byte for byte

@@ -43,9 +43,11 @@ class RecoveryWarning(UserWarning):
 class Store(MutableMapping):
     """An exact, persistent mapping of keys to bytes on a cuckoo-indexed log.
 
-    ``Store(path)`` opens or creates the store at ``path`` (files ``path``, ``path.idx`` for the
-    index snapshot and ``path.lock``). One process writes at a time: a second writer gets
-    ``cuckoo.StoreLockedError``; other processes read with ``readonly=True``. ``Store()`` (no
+    ``Store(path)`` opens or creates the store at ``path`` (files ``path``, locked by the writer,
+    and ``path.idx`` for the index snapshot). One process writes at a time: a second writer, by
+    any name or link, gets ``cuckoo.StoreLockedError``; other processes read with
+    ``readonly=True``. A store belongs to the process that opened it: after ``fork()`` the child's
+    writes raise ``cuckoo.StoreForkedError`` (open the store in the child instead). ``Store()`` (no
     path) keeps its log in an anonymous temporary file that disappears with the object: exact
     deduplication in one process without holding the keys in RAM.
 

@@ -42,7 +42,6 @@ def write(path: str = PATH) -> None:
     s.put_many(list(range(10)), [b"int-%d" % i for i in range(10)])
     s.put("é", "ü")
     s.close()
-    os.unlink(path + ".lock")
 
 
 def main() -> None:

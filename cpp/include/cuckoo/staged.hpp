@@ -217,6 +217,11 @@ public:
         require_writable();  // also for an empty batch
         full = false;
         last_failure_ = InsertFailure::none;
+        if (growable_) plan_growth(n);  // may throw (bad_alloc) before any key goes in
+        struct DropSpares {
+            std::vector<Filter>& spares;
+            ~DropSpares() { spares.clear(); }
+        } drop{spare_};
         uint64_t done = 0;
         while (done < n) {
             const size_t t = insert_target();
@@ -236,7 +241,7 @@ public:
                 continue;
             }
             // Key `done` found no room in stage t (and, for unique inserts, is in no stage).
-            if (!insert_from(hash_at(done), t + 1)) {
+            if (!insert_from(hash_at(done), t + 1, /*in_batch=*/true)) {
                 full = true;
                 return done;
             }
@@ -343,8 +348,13 @@ public:
             if (st.capacity() > largest->capacity()) largest = &st;
             widest = std::max(widest, st.fingerprint_bits());
         }
+        return stage_after(largest->capacity(), widest);
+    }
+    // The stage that follows a largest stage of `largest_capacity` and fingerprints of at most
+    // `widest` bits.
+    StageShape stage_after(uint64_t largest_capacity, unsigned widest) const {
         const unsigned bits = std::min(widest + 1, kMaxFingerprintBits);
-        const uint64_t capacity = largest->capacity() * 2;
+        const uint64_t capacity = largest_capacity * 2;
         const unsigned b = first().bucket_size();
         // Stages of a semi-sorted filter stay semi-sorted while their fingerprints allow it
         // (f <= 16), and are plain after that.
@@ -354,7 +364,11 @@ public:
 
     // Adds a stage if the filter may grow after `h` found no room in any stage (see the header
     // comment); else sets last_failure_ and returns false. Nothing changes on false.
-    bool grow_for(uint64_t h) {
+    // In a batch (in_batch), a stage that plan_growth() did not foresee and that cannot be
+    // allocated is a failure for lack of memory (the batch stops there, as when the memory check
+    // refuses the stage); a scalar insert raises std::bad_alloc instead. Either way the filter
+    // holds what it held before this key.
+    bool grow_for(uint64_t h, bool in_batch = false) {
         const Filter& last = stages_.back();
         if (last.pair_saturated_hash(h)) return fail(InsertFailure::copies);
         if (!growable_) return fail(InsertFailure::no_room);
@@ -363,15 +377,64 @@ public:
             last.load_factor() < fraction * design_load(last.bucket_size(), last.semi_sorted()))
             return fail(InsertFailure::low_load);
         if (stages_.size() >= kMaxStages) return fail(InsertFailure::max_stages);
+        if (!spare_.empty()) {  // allocated by plan_growth() for this batch, in this order
+            stages_.push_back(std::move(spare_.front()));  // no allocation: plan_growth() reserved room
+            spare_.erase(spare_.begin());
+            return true;
+        }
         const StageShape next = next_stage();
-        if (memory_limit_ ? table_bytes() + next.table_bytes > memory_limit_ : !memory_available_for(next.table_bytes))
-            return fail(InsertFailure::memory);
-        stages_.push_back(Filter::for_capacity(next.capacity, 0.5, next.fingerprint_bits, last.bucket_size(),
-                                                 last.max_kicks(), last.seed(), last.hash_algorithm(), next.semi_sorted));
+        if (!stage_fits(table_bytes(), next)) return fail(InsertFailure::memory);
+        try {
+            Filter stage = new_stage(next);
+            stages_.push_back(std::move(stage));
+        } catch (const std::bad_alloc&) {
+            if (in_batch) return fail(InsertFailure::memory);
+            throw;
+        }
         return true;
     }
 
+    // Before a batch of n inserts into a growable filter: allocates the stages it will need if
+    // its keys are all new and fill the stages' capacities (the room left below capacity is what
+    // decides; a stage may still fill earlier, and then grow_for allocates). Allocating them
+    // first is what makes a batch all or nothing when memory runs out: a failure here raises
+    // before any key goes in. Stages that the batch does not use are dropped at its end.
+    void plan_growth(uint64_t n) {
+        uint64_t room_left = 0;
+        for (size_t k = 0; k < stages_.size(); ++k) room_left += room(k);
+        if (n <= room_left) return;
+        uint64_t need = n - room_left;
+        std::vector<Filter> planned;
+        uint64_t largest = 0, bytes = table_bytes();
+        unsigned widest = 0;
+        for (const Filter& st : stages_) {
+            largest = std::max(largest, st.capacity());
+            widest = std::max(widest, st.fingerprint_bits());
+        }
+        while (need > 0 && stages_.size() + planned.size() < kMaxStages) {
+            const StageShape next = stage_after(largest, widest);
+            if (!stage_fits(bytes, next)) break;  // growth will fail there as it would have
+            planned.push_back(new_stage(next));
+            bytes += next.table_bytes;
+            largest = next.capacity;
+            widest = next.fingerprint_bits;
+            need = planned.back().capacity() >= need ? 0 : need - planned.back().capacity();
+        }
+        stages_.reserve(stages_.size() + planned.size());
+        spare_ = std::move(planned);
+    }
+
 private:
+    // Whether a new stage of shape `next` may be added to tables of `bytes` (the memory limit, or
+    // the memory available now).
+    bool stage_fits(uint64_t bytes, const StageShape& next) const {
+        return memory_limit_ ? bytes + next.table_bytes <= memory_limit_ : memory_available_for(next.table_bytes);
+    }
+    Filter new_stage(const StageShape& next) const {
+        const Filter& last = stages_.back();
+        return Filter::for_capacity(next.capacity, 0.5, next.fingerprint_bits, last.bucket_size(), last.max_kicks(),
+                                    last.seed(), last.hash_algorithm(), next.semi_sorted);
+    }
     bool fail(InsertFailure why) noexcept {
         last_failure_ = why;
         return false;
@@ -389,11 +452,11 @@ private:
         return k;
     }
     // Tries the candidate stages from stage `from` on, then growth (see grow_for).
-    bool insert_from(uint64_t h, size_t from) {
+    bool insert_from(uint64_t h, size_t from, bool in_batch = false) {
         last_failure_ = InsertFailure::none;
         for (size_t k = from; k < stages_.size(); ++k)
             if (is_candidate(k) && stages_[k].insert_hash(h)) return true;
-        return grow_for(h) && stages_.back().insert_hash(h);
+        return grow_for(h, in_batch) && stages_.back().insert_hash(h);
     }
 
     template <class F>
@@ -469,6 +532,7 @@ private:
     InsertFailure last_failure_ = InsertFailure::none;
     uint64_t memory_limit_ = 0;
     InsertStats retired_stats_;  // of stages dropped by clear() and compact()
+    std::vector<Filter> spare_;  // stages allocated by plan_growth() for the batch under way
 };
 
 }  // namespace cuckoo

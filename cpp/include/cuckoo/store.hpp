@@ -38,9 +38,11 @@
 #include <vector>
 
 #include "cuckoo/evict.hpp"
+#include "cuckoo/fault.hpp"
 #include "cuckoo/filter.hpp"  // ReadOnlyError
 #include "cuckoo/hash.hpp"
 #include "cuckoo/locate.hpp"
+#include "cuckoo/memory.hpp"
 #include "cuckoo/store_log.hpp"
 
 namespace cuckoo {
@@ -112,7 +114,7 @@ public:
     static std::unique_ptr<Store> open(const std::string& path, const Options& o) {
         std::unique_ptr<Store> s(new Store(o));
         s->log_.open_path(path, !o.readonly, s->fresh_header(o));
-        s->after_open(path);
+        s->after_open(s->log_.path());  // the real path: the snapshot sits beside the file itself
         return s;
     }
     // A store on an empty, read-write file descriptor (an anonymous temporary file).
@@ -160,6 +162,7 @@ public:
         atomically([&] {
             const auto* k = static_cast<const unsigned char*>(key);
             const Location at = find(h, k, len);
+            if (at.offset == kNone) make_room(1);  // before the append: a failure leaves no record behind
             const uint64_t old_size = at.offset == kNone ? 0 : at.record.size;
             note_append(at.offset);
             const uint64_t off = log_.append(k, len, value, value_len, false);
@@ -326,6 +329,26 @@ private:
                 }
             }
         }
+        // Room for the chunk's new keys and the log's mapping for its records, before anything
+        // changes: an allocation that fails (index growth, the mapping) then raises with the store
+        // as it was.
+        {
+            uint64_t new_keys = 0, bytes = 0;
+            for (uint64_t j = 0; j < n; ++j) {
+                if (op == Op::Discard) {
+                    if (current[j] != kNone) bytes += store_format::record_size(keys[j].len, 0);
+                    continue;
+                }
+                if (op == Op::Put) bytes += store_format::record_size(keys[j].len, values ? values[j].len : 0);
+                if (first[j] == j && current[j] == kNone) {
+                    ++new_keys;
+                    if (op == Op::AddUnique) bytes += store_format::record_size(keys[j].len, 0);
+                }
+            }
+            make_room(new_keys);
+            log_.reserve_mapping(log_.end() + bytes);
+            log_.reserve_buffer(bytes);
+        }
         constexpr uint64_t kAhead = 16;  // keys whose buckets are prefetched before they are placed
         for (uint64_t j = 0; j < n; ++j) {
             if (j + kAhead < n) {
@@ -384,6 +407,10 @@ public:
     // batch.
     ~Store() {
         try {
+            if (forked()) {  // a copy inherited through fork(): its buffer and batch are the parent's
+                log_.abandon();
+                return;
+            }
             if (in_batch_) rollback_batch();
             if (log_.is_open() && log_.writable()) log_.flush();
         } catch (...) {
@@ -401,7 +428,7 @@ public:
             throw std::length_error("a store holds at most 2^34 keys");
         const uint64_t want = (static_cast<uint64_t>(buckets) + kBlockBuckets - 1) / kBlockBuckets * kBlockBuckets;
         if (want <= buckets_.size()) return;
-        if (size() == 0) resize_index(want);
+        if (size() == 0) resize_index(want);  // both keep the index as it was if they fail
         else rebuild(want);
         ++version_;
     }
@@ -451,22 +478,24 @@ public:
         LogHeader h = log_.header();
         h.log_id = new_log_id;
         std::vector<uint64_t> new_offsets(entries.size());
+        LogFile out;  // locked from its creation: it becomes the log (replace_with)
         try {
-            LogFile out;
             ::unlink(tmp.c_str());
-            out.open_path(tmp, true, h, /*lock=*/false);
-            ForwardReader reader(log_);
-            for (size_t e = 0; e < entries.size(); ++e) {
-                const RecordView r = reader.read(entries[e].first);
-                new_offsets[e] = out.append(r.key, r.key_len, r.value, r.value_len, false);
+            out.open_path(tmp, true, h);
+            {
+                ForwardReader reader(log_);
+                for (size_t e = 0; e < entries.size(); ++e) {
+                    const RecordView r = reader.read(entries[e].first);
+                    new_offsets[e] = out.append(r.key, r.key_len, r.value, r.value_len, false);
+                }
             }
             out.sync();
-            out.close();
+            log_.replace_with(out);  // nothing fails after its rename
         } catch (...) {
+            out.abandon();
             ::unlink(tmp.c_str());  // the old log is untouched: nothing else to undo
             throw;
         }
-        log_.replace_with(tmp);
         for (size_t e = 0; e < entries.size(); ++e) {
             const uint64_t where = entries[e].second;
             if (where < buckets_.size() * 4) buckets_[where / 4].unit[where % 4] = static_cast<uint32_t>(new_offsets[e] / 8);
@@ -479,8 +508,14 @@ public:
     // Undoes an open batch, flushes, syncs and writes the index snapshot (writers), then
     // closes. The files and the lock are released even when a write fails; the first error is
     // thrown after. Records not yet written then are lost as in a crash (docs/store.md).
+    // A copy inherited through fork() closes without writing (see require_owner).
     void close() {
         if (!log_.is_open()) return;
+        if (forked()) {
+            log_.abandon();
+            snapshot_path_.clear();
+            return;
+        }
         std::exception_ptr error;
         try {
             if (in_batch_) rollback_batch();
@@ -539,7 +574,8 @@ public:
         store_le64(hd + 72, xxh3_64(out.data() + kSnapshotHeader, body, 0));
         store_format::put32(hd + 80, store_format::checksum32(hd, 80, 0));
         const std::string tmp = snapshot_path_ + ".tmp";
-        const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        ::unlink(tmp.c_str());  // a new file, never whatever sits there (a FIFO would block the open)
+        const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (fd < 0) throw_errno("cannot write " + tmp);
         if (!pwrite_all(fd, out.data(), out.size(), 0)) {
             const int e = errno;
@@ -558,7 +594,10 @@ private:
     static constexpr uint64_t kSnapshotHeader = 96;
     static constexpr uint64_t kReleaseWindow = uint64_t(4) << 20;
 
-    explicit Store(const Options& o) : max_kicks_(o.max_kicks), repair_(o.repair) {}
+    explicit Store(const Options& o)
+        : max_kicks_(o.max_kicks), repair_(o.repair), fork_generation_(fork_generation()) {
+        nodes_.resize(size_t(max_kicks_) + 2);  // the eviction search's scratch: no allocation in place()
+    }
 
     LogHeader fresh_header(const Options& o) const {
         if (o.tag_bits < 1 || o.tag_bits > 16) throw std::invalid_argument("tag_bits must be between 1 and 16");
@@ -605,6 +644,7 @@ private:
     }
 
     void require_writable() const {
+        require_owner();
         if (!log_.writable()) throw ReadOnlyError("the store is open read-only (readonly=True)");
         if (log_.broken())
             throw std::system_error(EIO, std::generic_category(),
@@ -668,11 +708,50 @@ private:
         log_.rollback(m.log_end);
     }
 
+    // Whether this object is used in a child of the process that opened it (fork()).
+    bool forked() const noexcept { return fork_generation() != fork_generation_; }
+    // Writes through a store inherited across fork() are refused: the child's copy of the append
+    // buffer and of the log's end would overwrite the parent's records (and the parent's the
+    // child's). Reads stay allowed (they see the log as it was at the fork, and later appends).
+    void require_owner() const {
+        if (forked())
+            throw StoreForkedError("this store was opened by the parent process before fork(): a child must not "
+                                   "write through it (the two processes would overwrite each other's records). "
+                                   "Open the store in the child instead (after the parent closed it); the child may "
+                                   "close its inherited copy, which writes nothing");
+    }
+
     Locator locator() const noexcept { return loc_; }
+    // An empty index of `bucket_count` buckets; the old one stays if the allocation fails.
     void resize_index(uint64_t bucket_count) {
-        buckets_.assign(bucket_count, StoreBucket{});
+        std::vector<StoreBucket> fresh = new_table(bucket_count);
+        buckets_.swap(fresh);
         loc_ = Locator{bucket_count, bucket_count >> kBlockShift, log_.header().tag_bits};
         count_ = 0;
+    }
+    static std::vector<StoreBucket> new_table(uint64_t bucket_count) {
+        fault::before_allocation();
+        return std::vector<StoreBucket>(bucket_count, StoreBucket{});
+    }
+
+    // Makes sure that `new_keys` more keys can be placed without any allocation: grows the
+    // index now if they would pass the growth load, and keeps a stash node and stash buckets
+    // ready (the rare entry that finds no room). Called before a write appends its records, so
+    // that a failure here changes nothing.
+    void make_room(uint64_t new_keys) {
+        if (new_keys == 0) return;
+        const double limit = kMaxLoad * 4.0 * static_cast<double>(buckets_.size());
+        if (static_cast<double>(count_ + new_keys) > limit) {
+            const double need = std::ceil(static_cast<double>(count_ + new_keys) / (4.0 * kMaxLoad));
+            const uint64_t grown = buckets_.size() * 3 / 2;
+            const uint64_t target = std::max<uint64_t>(grown, static_cast<uint64_t>(std::min(need, 1e19)));
+            rebuild((target + kBlockBuckets - 1) / kBlockBuckets * kBlockBuckets);
+        }
+        if (spare_nodes_.size() < new_keys && spare_nodes_.size() < kSpareNodes) {
+            fault::before_allocation();
+            while (spare_nodes_.size() < std::min<uint64_t>(new_keys, kSpareNodes)) spare_nodes_.emplace(0, 0);
+        }
+        stash_.reserve(stash_.size() + std::min<uint64_t>(new_keys, kSpareNodes));
     }
 
     bool key_is(uint64_t offset, const unsigned char* key, uint64_t len, RecordView& r) {
@@ -790,11 +869,19 @@ private:
         void prefetch(uint64_t bucket) const noexcept { __builtin_prefetch(&b[bucket], 1, 3); }
     };
 
-    // Places a new entry (the key is known to be absent). Grows the index first when full.
+    // Places a new entry (the key is known to be absent). Grows the index first when full (not
+    // after make_room, which grew it already).
     void insert_entry(uint64_t h, uint64_t offset) {
-        if (static_cast<double>(count_ + 1) > kMaxLoad * 4.0 * static_cast<double>(buckets_.size()) ||
-            (stash_.size() > 64 + size() / 32 && count_ * 2 > buckets_.size() * 4))
-            grow();
+        if (static_cast<double>(count_ + 1) > kMaxLoad * 4.0 * static_cast<double>(buckets_.size())) {
+            grow();  // (only while opening: a write's make_room() grew the index before its append)
+        } else if (stash_.size() > 64 + size() / 32 && count_ * 2 > buckets_.size() * 4) {
+            // Optional (place() works without it) and possibly after a write's append: a growth
+            // that fails for memory leaves the index as it was, and the entry goes in anyway.
+            try {
+                grow();
+            } catch (const std::bad_alloc&) {
+            }
+        }
         place(h, offset);
     }
 
@@ -815,7 +902,7 @@ private:
         } else {
             const EvictResult r = evict_search(t, loc_, k.i1, k.i2, max_kicks_, nodes_);
             if (!r.found) {
-                stash_.emplace(h, offset);
+                stash_insert(h, offset);
                 return;
             }
             bucket = r.bucket;
@@ -833,21 +920,52 @@ private:
     // the old and the new table plus the smaller of the two.
     void grow() { rebuild((buckets_.size() * 3 / 2 + kBlockBuckets - 1) / kBlockBuckets * kBlockBuckets); }
 
+    // All or nothing: the new index is built beside the old one, which comes back if anything
+    // fails (an allocation, a record that no longer reads). So the peak memory of a growth is
+    // the old and the new table plus the smaller of the two lists below.
     void rebuild(uint64_t target) {
         if (target > kMaxBucketCountStore) target = kMaxBucketCountStore;
         if (target <= buckets_.size()) return;  // at the largest index: entries beyond it go to the stash
-        std::vector<StoreBucket> old_buckets;
+        const uint64_t units_in_log = log_.end() / 8;
+        const bool use_bitmap = units_in_log / 64 + 1 <= count_ * 2;
+        std::vector<uint64_t> live;
+        std::vector<uint32_t> units;
+        fault::before_allocation();
+        if (use_bitmap) {
+            live.assign(units_in_log / 64 + 1, 0);
+            for (const StoreBucket& b : buckets_)
+                for (unsigned s = 0; s < 4; ++s)
+                    if (b.tag[s]) live[b.unit[s] / 64] |= uint64_t(1) << (b.unit[s] % 64);
+        } else {
+            units.reserve(count_);
+            for (const StoreBucket& b : buckets_)
+                for (unsigned s = 0; s < 4; ++s)
+                    if (b.tag[s]) units.push_back(b.unit[s]);
+            radix_sort_u32(units);
+        }
+        std::vector<StoreBucket> old_buckets = new_table(target);
         old_buckets.swap(buckets_);
         std::unordered_multimap<uint64_t, uint64_t> stash;
         stash.swap(stash_);
-        const uint64_t units_in_log = log_.end() / 8;
-        if (units_in_log / 64 + 1 <= count_ * 2) {
-            std::vector<uint64_t> live(units_in_log / 64 + 1, 0);
-            for (const StoreBucket& b : old_buckets)
-                for (unsigned s = 0; s < 4; ++s)
-                    if (b.tag[s]) live[b.unit[s] / 64] |= uint64_t(1) << (b.unit[s] % 64);
-            release_vector(old_buckets);
-            resize_index(target);
+        const Locator old_loc = loc_;
+        const uint64_t old_count = count_;
+        loc_ = Locator{target, target >> kBlockShift, log_.header().tag_bits};
+        count_ = 0;
+        try {
+            rehash_all(use_bitmap, live, units, stash);
+        } catch (...) {
+            buckets_.swap(old_buckets);
+            stash_.swap(stash);
+            loc_ = old_loc;
+            count_ = old_count;
+            throw;
+        }
+        ++stats_.grows;
+    }
+
+    void rehash_all(bool use_bitmap, const std::vector<uint64_t>& live, const std::vector<uint32_t>& units,
+                    const std::unordered_multimap<uint64_t, uint64_t>& stash) {
+        if (use_bitmap) {
             size_t word = 0;
             uint64_t bits = live[0];
             rehash_from_log([&](uint32_t* out, unsigned max) {
@@ -863,14 +981,6 @@ private:
                 return n;
             });
         } else {
-            std::vector<uint32_t> units;
-            units.reserve(count_);
-            for (const StoreBucket& b : old_buckets)
-                for (unsigned s = 0; s < 4; ++s)
-                    if (b.tag[s]) units.push_back(b.unit[s]);
-            release_vector(old_buckets);
-            radix_sort_u32(units);
-            resize_index(target);
             size_t at = 0;
             rehash_from_log([&](uint32_t* out, unsigned max) {
                 const unsigned n = static_cast<unsigned>(std::min<size_t>(max, units.size() - at));
@@ -880,12 +990,20 @@ private:
             });
         }
         for (const auto& e : stash) place(e.first, e.second);
-        ++stats_.grows;
     }
 
-    template <class T>
-    static void release_vector(std::vector<T>& v) {
-        std::vector<T>().swap(v);
+    // Adds a stash entry, with a node kept ready by make_room() when there is one (so that a
+    // write that appended its record cannot fail here).
+    void stash_insert(uint64_t h, uint64_t offset) {
+        if (spare_nodes_.empty()) {
+            fault::before_allocation();
+            stash_.emplace(h, offset);
+            return;
+        }
+        auto node = spare_nodes_.extract(spare_nodes_.begin());
+        node.key() = h;
+        node.mapped() = offset;
+        stash_.insert(std::move(node));
     }
 
     static void radix_sort_u32(std::vector<uint32_t>& v) {
@@ -983,8 +1101,23 @@ private:
         replay(start);
     }
 
+    // The snapshot is a cache: whatever is wrong with it (not a regular file, a header that does
+    // not match the log or the file's size, too large for memory) and the index is rebuilt from
+    // the log instead, with the reason in stats().snapshot_note.
     bool load_snapshot(uint64_t& log_end) {
-        const int fd = ::open(snapshot_path_.c_str(), O_RDONLY | O_CLOEXEC);
+        try {
+            return read_snapshot(log_end);
+        } catch (const std::bad_alloc&) {
+            resize_index(64);  // small: if even this fails, the open fails
+            stash_.clear();
+            stats_.snapshot_note = "snapshot too large for the memory available";
+            return false;
+        }
+    }
+
+    bool read_snapshot(uint64_t& log_end) {
+        // O_NONBLOCK: a FIFO at PATH.idx must not block the open (it is refused below).
+        const int fd = ::open(snapshot_path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
         if (fd < 0) {
             stats_.snapshot_note = "no snapshot";
             return false;
@@ -994,9 +1127,17 @@ private:
             struct stat st;
             if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < static_cast<off_t>(kSnapshotHeader)) {
                 ::close(fd);
-                stats_.snapshot_note = "snapshot too short";
+                stats_.snapshot_note = "snapshot too short or not a regular file";
                 return false;
             }
+            // The header first: its sizes must match the file's, and the table fit in memory,
+            // before the body is read (a sparse 1 TiB file must not be read or allocated).
+            unsigned char hd[kSnapshotHeader];
+            if (::pread(fd, hd, sizeof hd, 0) != static_cast<ssize_t>(sizeof hd) || !snapshot_sizes_fit(hd, st.st_size)) {
+                ::close(fd);
+                return false;
+            }
+            fault::before_allocation();
             data.resize(static_cast<size_t>(st.st_size));
             size_t done = 0;
             while (done < data.size()) {
@@ -1062,10 +1203,32 @@ private:
                 stash_.clear();
                 return reject("snapshot entry outside the log");
             }
-            stash_.emplace(load_le64(p), off);
+            stash_insert(load_le64(p), off);
         }
         live_bytes_ = live_bytes;
         log_end = end;
+        return true;
+    }
+
+    // Whether the snapshot header `hd` declares a body of the file's size, no more entries than
+    // the log it covers has records, and a table that fits in the memory available.
+    bool snapshot_sizes_fit(const unsigned char* hd, off_t file_size) {
+        auto reject = [&](const char* why) {
+            stats_.snapshot_note = why;
+            return false;
+        };
+        if (std::memcmp(hd, "CUCKOOIX", 8) != 0 || load_le32(hd + 80) != store_format::checksum32(hd, 80, 0))
+            return reject("snapshot header corrupt");
+        const uint64_t end = load_le64(hd + 24), buckets = load_le64(hd + 32), entries = load_le64(hd + 40),
+                       stash = load_le64(hd + 48);
+        if (end < store_format::kHeaderSize) return reject("snapshot sizes inconsistent");
+        const uint64_t records = (end - store_format::kHeaderSize) / store_format::record_size(0, 0);  // at most
+        if (end < store_format::kHeaderSize || end > log_.file_end() || buckets > kMaxBucketCountStore ||
+            entries > records || stash > records - entries ||
+            static_cast<uint64_t>(file_size) != kSnapshotHeader + buckets * sizeof(StoreBucket) + stash * 16)
+            return reject("snapshot sizes inconsistent");
+        if (!memory_available_for(2 * static_cast<uint64_t>(file_size)))  // the file's bytes and the table
+            return reject("snapshot too large for the memory available");
         return true;
     }
 
@@ -1159,6 +1322,9 @@ private:
     std::atomic<uint64_t> lookups_{0}, log_reads_{0};
     std::string snapshot_path_;
     std::vector<EvictNode> nodes_;
+    static constexpr uint64_t kSpareNodes = 4;
+    std::unordered_multimap<uint64_t, uint64_t> spare_nodes_;  // stash nodes kept ready (make_room)
+    uint64_t fork_generation_;  // of the process that opened the store (forked())
     std::vector<unsigned char> key_copy_;
     std::vector<uint64_t> scratch_current_, scratch_current_size_;
     std::vector<uint32_t> scratch_first_, scratch_slots_;

@@ -30,6 +30,7 @@
 #endif
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -38,6 +39,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <climits>
+#include <cstdlib>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
@@ -45,6 +48,7 @@
 #include <system_error>
 #include <vector>
 
+#include "cuckoo/fault.hpp"
 #include "cuckoo/format.hpp"  // FormatError
 #include "cuckoo/hash.hpp"
 
@@ -55,6 +59,27 @@ class StoreLockedError : public std::runtime_error {
 public:
     using std::runtime_error::runtime_error;
 };
+
+// A write (or sync, or snapshot) through a store that a parent process opened before fork():
+// the child's buffered records and appends would overwrite the parent's.
+class StoreForkedError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+// How many fork()s this process descends from since the library was loaded: a child handler of
+// pthread_atfork bumps it, so a store compares it with its value at open (one load, no system
+// call: getpid() is one since glibc 2.25) to know that it is used in another process than the one
+// that opened it. os.fork() runs the atfork handlers; a raw clone() does not (not supported).
+inline std::atomic<uint64_t> g_fork_generation{0};
+inline uint64_t fork_generation() noexcept {
+    static const bool registered = [] {
+        ::pthread_atfork(nullptr, nullptr, [] { g_fork_generation.fetch_add(1, std::memory_order_relaxed); });
+        return true;
+    }();
+    (void)registered;
+    return g_fork_generation.load(std::memory_order_relaxed);
+}
 
 namespace store_format {
 constexpr char kLogMagic[8] = {'C', 'U', 'C', 'K', 'O', 'O', 'K', 'V'};
@@ -158,24 +183,42 @@ public:
     LogFile& operator=(const LogFile&) = delete;
     ~LogFile() { close_quietly(); }
 
-    // Opens (creating when writable and absent) the log at `path`. A writable open takes an
-    // exclusive lock on `path + ".lock"` first (a second writer gets StoreLockedError); the lock
-    // file, not the log, is locked because compaction replaces the log's inode.
+    // Opens (creating when writable and absent) the log at `path`, which must name a regular
+    // file (not empty, no NUL byte: the log, its snapshot and its compaction file would be one).
+    // path() is then the real path (symlinks resolved): the snapshot and compaction files sit
+    // beside the file itself, and compaction replaces the file, never a link to it.
+    //
+    // A writable open takes an exclusive flock on the log file itself (a second writer, by
+    // whatever name or link, gets StoreLockedError). Compaction replaces the log's inode: it
+    // locks the new file before renaming it into place, and a writer that locked the old inode
+    // after that sees that the path no longer names it, and opens again.
     void open_path(const std::string& path, bool writable, const LogHeader& fresh, bool lock = true) {
-        path_ = path;
+        if (path.empty()) throw std::invalid_argument("the store's path is empty");
+        if (path.find('\0') != std::string::npos) throw std::invalid_argument("embedded null byte in the store's path");
         writable_ = writable;
-        if (writable && lock) {
-            lock_fd_ = ::open((path + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-            if (lock_fd_ < 0) throw_errno("cannot open " + path + ".lock");
-            if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+        for (int attempt = 0;; ++attempt) {
+            // O_NONBLOCK: opening a FIFO must not wait for a writer; anything but a regular file
+            // is refused below (regular files ignore the flag).
+            fd_ = ::open(path.c_str(), (writable ? O_RDWR | O_CREAT : O_RDONLY) | O_NONBLOCK | O_CLOEXEC, 0644);
+            if (fd_ < 0) throw_errno("cannot open " + path);
+            struct stat st;
+            if (::fstat(fd_, &st) != 0) throw_errno("cannot stat " + path);
+            if (!S_ISREG(st.st_mode)) throw std::invalid_argument(path + " is not a regular file");
+            if (!(writable && lock)) break;
+            if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
                 if (errno == EWOULDBLOCK)
                     throw StoreLockedError("the store " + path + " is open for writing in another process or object "
                                            "(one writer at a time; open it with readonly=True to read)");
-                throw_errno("cannot lock " + path + ".lock");
+                throw_errno("cannot lock " + path);
             }
+            struct stat now;
+            if (::stat(path.c_str(), &now) == 0 && now.st_dev == st.st_dev && now.st_ino == st.st_ino) break;
+            if (attempt == 8) throw StoreLockedError("the store " + path + " keeps being replaced (compacted) by another writer");
+            ::close(fd_);  // a compaction replaced the file we locked: lock the one at the path now
+            fd_ = -1;
         }
-        fd_ = ::open(path.c_str(), (writable ? O_RDWR | O_CREAT : O_RDONLY) | O_CLOEXEC, 0644);
-        if (fd_ < 0) throw_errno("cannot open " + path);
+        char real[PATH_MAX];
+        path_ = ::realpath(path.c_str(), real) ? std::string(real) : path;
         attach(fresh);
     }
 
@@ -289,6 +332,9 @@ public:
     // again, so that no record the program does not count as written can be found by a reopen.
     void flush() {
         if (buffer_.empty()) return;
+        // The mapping must cover what is written before file_end_ moves (reads of records below
+        // file_end_ go through it): extend it first, so that failing to (ENOMEM) changes nothing.
+        reserve_mapping(file_end_ + buffer_.size());
         if (!pwrite_all(fd_, buffer_.data(), buffer_.size(), file_end_)) {
             const int e = errno;
             if (::ftruncate(fd_, static_cast<off_t>(file_end_)) != 0) broken_ = true;
@@ -298,7 +344,21 @@ public:
         file_end_ += buffer_.size();
         buffer_.clear();
         if (buffer_.capacity() > 2 * kFlushBytes) buffer_.shrink_to_fit();
-        if (file_end_ > map_len_) remap();
+    }
+
+    // Room in the append buffer for `bytes` more (up to the flush threshold), so that a batch's
+    // appends do not allocate on the way.
+    void reserve_buffer(uint64_t bytes) {
+        const uint64_t want = buffer_.size() + std::min<uint64_t>(bytes, kFlushBytes);
+        if (want <= buffer_.capacity()) return;
+        fault::before_allocation();
+        buffer_.reserve(static_cast<size_t>(want));
+    }
+
+    // Makes the mapping cover the log up to `end` (pages past the file's end are mapped but never
+    // touched). Throws std::bad_alloc when the address space is exhausted; the old mapping stays.
+    void reserve_mapping(uint64_t end) {
+        if (end > map_len_) remap(end);
     }
 
     // While held, appends are not written to the file however many there are (a batch's records
@@ -353,21 +413,22 @@ public:
     }
     void release_all() noexcept { release(0, map_len_); }
 
-    // Replaces this log by the file at `new_path` (already complete and durable): renames it over
-    // the path and reopens. Used by compaction.
-    void replace_with(const std::string& new_path) {
+    // Replaces this log by `fresh` (a complete, durable log beside it, opened with its own lock
+    // and mapping): renames it over the path and takes over its descriptor, lock and mapping, so
+    // that the path is locked at every moment and nothing can fail after the rename. Used by
+    // compaction.
+    void replace_with(LogFile& fresh) {
         flush();
-        if (::rename(new_path.c_str(), path_.c_str()) != 0) throw_errno("cannot replace " + path_);
+        fresh.flush();
+        if (::rename(fresh.path_.c_str(), path_.c_str()) != 0) throw_errno("cannot replace " + path_);
         sync_directory();
-        const int fd = ::open(path_.c_str(), O_RDWR | O_CLOEXEC);
-        if (fd < 0) throw_errno("cannot reopen " + path_);
-        unmap();
-        ::close(fd_);
-        fd_ = fd;
+        std::swap(fd_, fresh.fd_);
+        std::swap(map_, fresh.map_);
+        std::swap(map_len_, fresh.map_len_);
+        header_ = fresh.header_;
+        file_end_ = fresh.file_end_;
         buffer_.clear();
-        read_header();
-        file_end_ = file_size();
-        remap();
+        fresh.close_quietly();  // the old log's descriptor (its lock) and mapping
     }
 
     // fdatasync where it exists; on macOS, F_FULLFSYNC (its fsync does not reach the medium).
@@ -400,6 +461,12 @@ public:
             close_quietly();
             throw;
         }
+        close_quietly();
+    }
+    // Closes without writing anything (a copy inherited through fork(): its buffer belongs to the
+    // parent). The parent's lock stays: it belongs to the open file, which the parent holds too.
+    void abandon() noexcept {
+        buffer_.clear();
         close_quietly();
     }
     bool is_open() const noexcept { return fd_ >= 0; }
@@ -443,14 +510,14 @@ private:
                 throw_errno("cannot write " + path_);
             }
             file_end_ = store_format::kHeaderSize;
-            remap();
+            remap(file_end_);
             return;
         }
         // The header before the size: a writer records a synced end only after writing up to
         // it, so a reader racing with it still finds the file at least that long.
         read_header();
         file_end_ = file_size();
-        remap();
+        remap(file_end_);
     }
 
     void read_header() {
@@ -492,14 +559,27 @@ private:
         return map_ + offset;
     }
 
-    void remap() {
+    // Maps at least `end` bytes of the log. The new mapping is made before the old one goes, so
+    // a failure (std::bad_alloc for ENOMEM: the address space is exhausted) leaves the old one.
+    void remap(uint64_t end) {
         // Reserve address space ahead of the file (pages past its end are never touched), so
         // that a growing log is remapped about log2(size) times.
         uint64_t len = std::max<uint64_t>(uint64_t(64) << 20, map_len_ * 2);
-        while (len < file_end_) len *= 2;
-        unmap();
+        while (len < end) len *= 2;
+        fault::before_allocation();
+#if defined(__linux__) && defined(MREMAP_MAYMOVE)
+        void* p = map_ ? ::mremap(const_cast<unsigned char*>(map_), map_len_, len, MREMAP_MAYMOVE)
+                       : ::mmap(nullptr, len, PROT_READ, MAP_SHARED, fd_, 0);
+#else
         void* p = ::mmap(nullptr, len, PROT_READ, MAP_SHARED, fd_, 0);
-        if (p == MAP_FAILED) throw_errno("cannot map the store's log");
+#endif
+        if (p == MAP_FAILED) {
+            if (errno == ENOMEM) throw std::bad_alloc();
+            throw_errno("cannot map the store's log");
+        }
+#if !(defined(__linux__) && defined(MREMAP_MAYMOVE))
+        unmap();  // the old mapping, now that the new one exists
+#endif
         map_ = static_cast<const unsigned char*>(p);
         map_len_ = len;
     }
@@ -512,15 +592,12 @@ private:
 
     void close_quietly() noexcept {
         unmap();
-        if (fd_ >= 0) ::close(fd_);
+        if (fd_ >= 0) ::close(fd_);  // releases the flock of a writer
         fd_ = -1;
-        if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock
-        lock_fd_ = -1;
     }
 
     std::string path_;
     int fd_ = -1;
-    int lock_fd_ = -1;
     bool writable_ = false;
     bool anonymous_ = false;
     bool held_ = false;

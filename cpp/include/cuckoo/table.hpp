@@ -27,6 +27,7 @@
 #include <sys/mman.h>
 #endif
 
+#include "cuckoo/fault.hpp"
 #include "cuckoo/hash.hpp"
 #include "cuckoo/semisort.hpp"
 
@@ -112,6 +113,7 @@ private:
         size_ = size;
         owned_ = true;
         if (size == 0) return;
+        fault::before_allocation();
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
         if (size >= kHugePage) {
             allocate_huge(size);
