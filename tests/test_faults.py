@@ -356,3 +356,40 @@ def test_random_filter_growth_fails_cleanly_at_every_allocation():
         added = np.concatenate([added, keys[:1] if method == f.add else keys])
         assert f.contains_many(added).all()
     assert sites >= 5 and len(f.stages) >= 5
+
+
+FILTER_RLIMIT_SCRIPT = textwrap.dedent("""
+    import resource, sys
+    import numpy as np
+    import cuckoo
+    f = cuckoo.Filter(100_000, fpr=0.01, growable=True, seed=1)
+    f.add_many(np.arange(90_000))
+    before = f.to_bytes()
+    more = np.arange(10**6, 10**6 + 6_000_000)   # allocated before the limit
+    probes = np.arange(0, 10**6 + 6_000_000, 1009)
+    answers = f.contains_many(probes)
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    with open("/proc/self/statm") as fh:
+        vm = int(fh.read().split()[0]) * resource.getpagesize()
+    resource.setrlimit(resource.RLIMIT_AS, (vm + (8 << 20), hard))
+    try:
+        f.add_many(more)                          # needs stages of ~16 MiB in all
+        print("no failure")
+        sys.exit(3)
+    except MemoryError:
+        pass
+    assert len(f) == 90_000, len(f)
+    assert (f.contains_many(probes) == answers).all()
+    resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    assert f.to_bytes() == before
+    f.add_many(more)
+    assert f.contains_many(more).all()
+    print("ok")
+""")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS and /proc/self/statm: Linux")
+def test_filter_growth_under_a_real_address_space_limit():
+    # f0df2c2: the batch stopped at the stage it could not allocate, with the keys before it added.
+    proc = subprocess.run([sys.executable, "-c", FILTER_RLIMIT_SCRIPT], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.split()[-1] == "ok", (proc.returncode, proc.stdout, proc.stderr[-3000:])
