@@ -4,8 +4,8 @@
 #include <new>
 #include <stdexcept>
 
-#include "cuckoo/fault.hpp"
 #include "cuckoo/cpu.hpp"
+#include "cuckoo/fault.hpp"
 #include "cuckoo/filter.hpp"
 #include "cuckoo/format.hpp"
 #include "errors.hpp"
