@@ -2,6 +2,8 @@
 
     python benchmarks/bulk.py                  # 10^6 and 6*10^7 keys (needs ~4 GiB, ~2 minutes)
     python benchmarks/bulk.py --sizes 1e6      # cache-resident size only
+    python benchmarks/bulk.py --cpu all        # every kernel level this CPU has, one after another
+    python benchmarks/bulk.py --cpu avx2       # one level (as CUCKOO_CPU=avx2 does)
 
 For each size n, a filter with capacity n (b = 4, f = 16 unless --fingerprint-bits) is filled
 to 95% of its slots with add_many (uint64 keys), then refilled to 95% with half uint64 and half
@@ -14,6 +16,9 @@ of a shared machine drifts within seconds; ratios are taken between neighbours i
   (what touching memory at random costs on this machine, this run);
 - set: `k in s` in a Python loop over a set of the same keys, and the set's memory;
 - uint64: for string keys, the same lookups with uint64 keys.
+
+The header names the CPU and the kernel level (cuckoo.cpu_level()); each level's table is
+measured with its own baselines.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from typing import Callable, Dict, List, Sequence, Tuple
 import numpy as np
 
 import cuckoo
+from _machine import header
 
 
 def best_time(fn: Callable[[], object], repeat: int) -> float:
@@ -234,16 +240,29 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--sizes", default="1e6,6e7", help="comma-separated key counts (default 1e6,6e7)")
     parser.add_argument("--fingerprint-bits", type=int, default=16)
     parser.add_argument("--repeat", type=int, default=5, help="rounds of each measurement (default 5)")
+    parser.add_argument("--cpu", default=None, choices=["all", "portable", "avx2", "avx512"],
+                        help="kernel level(s) to measure: one, or all this CPU has (default: the one running, "
+                             "cuckoo.cpu_level(): CUCKOO_CPU or the best)")
     args = parser.parse_args(argv)
-    print(f"cuckoo {cuckoo.__version__}, numpy {np.__version__}, python {sys.version.split()[0]}")
-    for size in (int(float(s)) for s in args.sizes.split(",")):
-        rows = bench_size(size, args.fingerprint_bits, args.repeat, with_set=size <= 10**7)
-        print(f"\nn = {size:,} keys, f = {args.fingerprint_bits}, b = 4")
-        print(f"{'operation':<30} {'keys':<22} {'ns/key':>9}  vs baseline")
-        for op, kind, ns, note in rows:
-            unit = "bytes" if op == "memory per key" else ""
-            value = f"{ns:9.1f}" if unit == "" else f"{ns:6.1f} B "
-            print(f"{op:<30} {kind:<22} {value}  {note}")
+    print(header())
+    if args.cpu is None:
+        levels = [cuckoo.cpu_level()]
+    elif args.cpu == "all":
+        levels = list(cuckoo.cpu_levels())
+    elif args.cpu in cuckoo.cpu_levels():
+        levels = [args.cpu]
+    else:
+        parser.error(f"this CPU cannot run the kernel level {args.cpu} (it runs {', '.join(cuckoo.cpu_levels())})")
+    for level in levels:
+        cuckoo._core._set_cpu_level(level)
+        for size in (int(float(s)) for s in args.sizes.split(",")):
+            rows = bench_size(size, args.fingerprint_bits, args.repeat, with_set=size <= 10**7)
+            print(f"\nkernel level {level}: n = {size:,} keys, f = {args.fingerprint_bits}, b = 4")
+            print(f"{'operation':<30} {'keys':<22} {'ns/key':>9}  vs baseline")
+            for op, kind, ns, note in rows:
+                unit = "bytes" if op == "memory per key" else ""
+                value = f"{ns:9.1f}" if unit == "" else f"{ns:6.1f} B "
+                print(f"{op:<30} {kind:<22} {value}  {note}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """cuckoo.Filter against Python membership peers, measured side by side in one run.
 
-    pip install ".[bench]"                       # the peers: rbloom, fastbloom-rs, pybloomfiltermmap3, pyprobables
+    pip install ".[bench]"                       # the peers: abloom, rbloom, fastbloom-rs, pybloomfiltermmap3, pyprobables
     python benchmarks/peers.py                   # 10^6 keys, 5 rounds, bytes / str / int keys (~3 minutes)
     python benchmarks/peers.py --keys 1e5 --rounds 3 --types bytes
 
@@ -16,11 +16,13 @@ Operations (each a Python loop over a list of keys, or one bulk call, as a user 
   numpy add / numpy in   cuckoo's bulk calls on a NumPy array (S for bytes, U for str, uint64 for int)
 
 Every measurement takes turns with the others in each of --rounds rounds (a shared machine's
-speed drifts within seconds), each on new key objects (see renew), and the table shows min / median ns per key over the rounds, and
-the ratios of the minimum to rbloom's (scalar writes against rbloom's add, scalar reads against
-its `in`, bulk adds against its update) and to `set`'s same operation. A peer that is not
-installed is left out with a note. pyprobables is pure Python: it runs on the first --slow-keys
-keys only (its figures are still per key).
+speed drifts within seconds), each on new key objects (see renew), and the table shows min / median
+ns per key over the rounds, and the ratios to abloom's, rbloom's (scalar writes against the peer's
+add, scalar reads against its `in`, bulk adds against its update) and `set`'s same operation: the
+median over the rounds of the ratio within each round (measurements neighbouring in time). A peer
+that is not installed is left out with a note. pyprobables is pure Python: it runs on the first
+--slow-keys keys only (its figures are still per key). The header names the CPU and cuckoo's
+kernel level (scalar calls do not depend on it; bulk calls do).
 """
 
 from __future__ import annotations
@@ -36,14 +38,15 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 import cuckoo
+from _machine import header
 
 FPR = 0.001
 
-# (operation, baseline operation of rbloom it is compared with)
+# (operation, baseline operation of the Bloom filter peers (abloom, rbloom) it is compared with)
 SCALAR_WRITES = ("add", "add_unique", "discard")
 SCALAR_READS = ("in", "count")
 OPERATIONS = ("add", "add_unique", "discard", "in", "count", "bulk add", "bulk in", "numpy add", "numpy in")
-RBLOOM_BASELINE = {"add": "add", "add_unique": "add", "discard": "add", "in": "in", "count": "in",
+PEER_BASELINE = {"add": "add", "add_unique": "add", "discard": "add", "in": "in", "count": "in",
                    "bulk add": "bulk add", "bulk in": "in", "numpy add": "bulk add", "numpy in": "in"}
 
 
@@ -155,6 +158,12 @@ def impls_for(kind: str, n: int, present: list, queries: list, present_arr: np.n
         "bulk in": lambda s: len(list(map(s.__contains__, queries))),
     }, prepare={"discard": lambda: set(full_set()), "in": full_set, "bulk in": full_set}))
 
+    abloom = optional("abloom")
+    if abloom is None:
+        notes.append("abloom is not installed (pip install abloom): no abloom ratios")
+    else:
+        out.append(set_like("abloom", lambda: abloom.BloomFilter(n, FPR)))
+
     rbloom = optional("rbloom")
     if rbloom is None:
         notes.append("rbloom is not installed (pip install rbloom): no rbloom ratios")
@@ -231,23 +240,28 @@ def bench_kind(kind: str, n: int, rounds: int, slow_keys: int, seed: int,
     return times, notes
 
 
-def ratio(a: Optional[float], b: Optional[float]) -> str:
-    return "-" if a is None or b is None else "%.2fx" % (a / b)
+def round_ratio(ts: List[float], base: Optional[List[float]]) -> str:
+    """The median over the rounds of ts[r] / base[r]: each ratio between measurements taken in the
+    same round, neighbours in time."""
+    if not base or len(base) != len(ts):
+        return "-"
+    return "%.2fx" % statistics.median(t / b for t, b in zip(ts, base))
 
 
 def report(kind: str, n: int, times: Dict[Tuple[str, str], List[float]], notes: Sequence[str]) -> None:
-    best = {key: min(v) for key, v in times.items()}
-    print(f"\n{kind} keys, n = {n:,}, fpr {FPR}; ns per key, min / median over {len(next(iter(times.values())))} rounds")
-    print(f"{'operation':<11} {'structure':<19} {'min':>8} {'median':>8} {'x rbloom':>9} {'x set':>7}")
+    print(f"\n{kind} keys, n = {n:,}, fpr {FPR}; ns per key, min / median over {len(next(iter(times.values())))} "
+          f"rounds; ratios: median of the per-round ratios")
+    print(f"{'operation':<11} {'structure':<19} {'min':>8} {'median':>8} {'x abloom':>9} {'x rbloom':>9} {'x set':>7}")
     for op in OPERATIONS:
         for (name, o), ts in times.items():
             if o != op:
                 continue
-            rb = best.get(("rbloom", RBLOOM_BASELINE[op]))
-            st = best.get(("set", op if op in ("add", "discard", "in", "bulk add", "bulk in") else
-                           ("add" if op == "add_unique" else "in")))
-            print(f"{op:<11} {name:<19} {min(ts):8.1f} {statistics.median(ts):8.1f} {ratio(min(ts), rb):>9} "
-                  f"{ratio(min(ts), st):>7}")
+            ab = times.get(("abloom", PEER_BASELINE[op]))
+            rb = times.get(("rbloom", PEER_BASELINE[op]))
+            st = times.get(("set", op if op in ("add", "discard", "in", "bulk add", "bulk in") else
+                            ("add" if op == "add_unique" else "in")))
+            print(f"{op:<11} {name:<19} {min(ts):8.1f} {statistics.median(ts):8.1f} {round_ratio(ts, ab):>9} "
+                  f"{round_ratio(ts, rb):>9} {round_ratio(ts, st):>7}")
     for note in notes:
         print("note:", note)
 
@@ -262,7 +276,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--seed", type=int, default=12345)
     args = ap.parse_args(argv)
     n = int(args.keys)
-    print(f"cuckoo {getattr(cuckoo, '__version__', '?')}, Python {sys.version.split()[0]}")
+    print(header())
     for kind in args.types.split(","):
         ops = [op.strip() for op in args.ops.split(",")]
         unknown = sorted(set(ops) - set(OPERATIONS))

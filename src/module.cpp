@@ -4,6 +4,7 @@
 #include <new>
 #include <stdexcept>
 
+#include "cuckoo/cpu.hpp"
 #include "cuckoo/fault.hpp"
 #include "cuckoo/filter.hpp"
 #include "cuckoo/format.hpp"
@@ -51,6 +52,37 @@ void register_errors(py::module_& m) {
     });
 }
 
+// The kernel level (cpp/include/cuckoo/cpu.hpp): asked for bug reports and benchmark headers,
+// switched by the tests. The package reads cpu_level_request at import (python/cuckoo).
+void register_cpu_level(py::module_& m) {
+    m.def("cpu_level", [] { return cuckoo::cpu_level_name(cuckoo::cpu_level()); },
+          "The kernel level the bulk operations run at: 'portable', 'avx2' or 'avx512' (CUCKOO_CPU overrides).");
+    m.def("cpu_levels", [] {
+        py::list levels;
+        for (int k = 0; k < cuckoo::kCpuLevelCount; ++k)
+            if (cuckoo::cpu_supports(static_cast<cuckoo::CpuLevel>(k)))
+                levels.append(cuckoo::cpu_level_name(static_cast<cuckoo::CpuLevel>(k)));
+        return py::tuple(levels);
+    }, "The kernel levels this CPU can run, lowest first.");
+    m.def("_set_cpu_level", [](const std::string& name) {
+        cuckoo::CpuLevel level;
+        if (!cuckoo::parse_cpu_level(name.c_str(), level))
+            throw py::value_error("unknown kernel level '" + name + "': use portable, avx2 or avx512");
+        if (!cuckoo::set_cpu_level(level)) throw py::value_error("this CPU cannot run the kernel level '" + name + "'");
+    }, py::arg("level"));
+    m.def("_cpu_level_request", [] {
+        const cuckoo::CpuLevelRequest& r = cuckoo::cpu_level_request();
+        static const char* const status[] = {"unset", "obeyed", "unknown", "unsupported"};
+        // The value as os.environ decodes it (file-system encoding, surrogateescape).
+        py::object value = py::none();
+        if (r.value) {
+            value = py::reinterpret_steal<py::object>(PyUnicode_DecodeFSDefault(r.value));
+            if (!value) throw py::error_already_set();
+        }
+        return py::make_tuple(value, status[r.status]);
+    });
+}
+
 }  // namespace cuckoo_py
 
 PYBIND11_MODULE(_core, m) {
@@ -62,4 +94,5 @@ PYBIND11_MODULE(_core, m) {
     // mapping from now raises MemoryError (0 disarms); returns the allocations seen since the
     // previous call.
     m.def("_fail_allocation", &cuckoo::fault::arm, pybind11::arg("n"));
+    cuckoo_py::register_cpu_level(m);
 }

@@ -196,7 +196,8 @@ uint64_t total_size(const std::vector<KeyBatch>& batches) {
 
 // Runs fn(chunk, position of its first key) over every chunk of every batch, without the GIL
 // (the caller holds the store's lock). Between chunks the GIL is taken back to run signal
-// handlers: a Ctrl-C stops the call after the chunk it finished.
+// handlers: a Ctrl-C stops the call after the chunk it finished (and a writing call's
+// Store::atomically() then undoes the chunks done).
 template <class Fn>
 void for_each_chunk(const cuckoo::KeyHasher& hs, const std::vector<KeyBatch>& batches, Fn&& fn) {
     Chunk c;

@@ -8,6 +8,11 @@ Hypothesis profiles (select with ``--hypothesis-profile NAME`` or ``HYPOTHESIS_P
   a slow example is not a failure), example counts bounded so that the property tests stay well
   under a minute.
 * ``cuckoo-thorough``: ten times as many examples, for a long run before a release.
+
+Kernel levels: a test marked ``@pytest.mark.every_cpu_level`` runs once per level this CPU has
+(``cuckoo.cpu_levels()``: portable, avx2, avx512), its id ending in the level; the other tests run
+at the default level (``CUCKOO_CPU`` or the best one). The property tests of bulk == scalar carry
+the mark, so that each level's kernels are checked on whichever machine runs the suite.
 """
 
 from __future__ import annotations
@@ -33,6 +38,30 @@ settings.register_profile(
     max_examples=1000,
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "cuckoo"))
+
+CPU_LEVELS = cuckoo.cpu_levels()
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if metafunc.definition.get_closest_marker("every_cpu_level"):
+        metafunc.parametrize("_cpu_level", CPU_LEVELS, indirect=True)
+
+
+@pytest.fixture(autouse=True)
+def _cpu_level(request: pytest.FixtureRequest):
+    """The kernel level of an every_cpu_level test (else nothing). Autouse, so that hypothesis
+    accepts it: it is set once for all of a test's examples, which is what is wanted here (no
+    filter remembers the level; each call asks)."""
+    level = getattr(request, "param", None)
+    if level is None:
+        yield
+        return
+    before = cuckoo.cpu_level()
+    cuckoo._core._set_cpu_level(level)
+    try:
+        yield
+    finally:
+        cuckoo._core._set_cpu_level(before)
 
 
 @pytest.fixture

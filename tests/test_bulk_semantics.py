@@ -96,6 +96,7 @@ def batch_and_kind():
     return st.one_of(ints, strs)
 
 
+@pytest.mark.every_cpu_level
 @given(pre=st.lists(st.one_of(small_ints, small_strs), max_size=12), batch_kind=batch_and_kind())
 def test_add_unique_many_is_sequential(pre, batch_kind):
     batch, kind = batch_kind
@@ -117,6 +118,7 @@ def test_add_unique_many_is_sequential(pre, batch_kind):
     assert len(f) == len(pre) + sum(expected)
 
 
+@pytest.mark.every_cpu_level
 @given(pre=st.lists(st.one_of(small_ints, small_strs), max_size=30), batch_kind=batch_and_kind())
 def test_discard_many_removes_one_copy_per_occurrence(pre, batch_kind):
     batch, kind = batch_kind
@@ -138,6 +140,7 @@ def test_discard_many_removes_one_copy_per_occurrence(pre, batch_kind):
     assert f.count_many(as_input(kind, batch)).tolist() == [left[ident(k)] for k in batch]
 
 
+@pytest.mark.every_cpu_level
 @given(pre=st.lists(st.one_of(small_ints, small_strs), max_size=12), batch_kind=batch_and_kind())
 def test_count_many_after_add_many_with_repeats(pre, batch_kind):
     batch, kind = batch_kind
@@ -224,6 +227,7 @@ def test_partial_failure_on_a_small_fixed_filter(kind, bucket_size, unique):
     assert k > 0
 
 
+@pytest.mark.every_cpu_level
 @given(
     capacity=st.integers(8, 200),
     bucket_size=st.sampled_from([2, 4, 8]),
@@ -369,6 +373,7 @@ def test_count_many_saturates_instead_of_wrapping():
     assert f.count_many(big).tolist() == [255, 3] * 5000
 
 
+@pytest.mark.every_cpu_level
 @given(
     ops=st.lists(
         st.tuples(st.sampled_from(["add", "add_unique", "discard"]), st.lists(st.integers(0, 60), max_size=40)),

@@ -663,7 +663,8 @@ def test_demo_small():
     proc = run("demo", "--size", "20000", check=0)
     out = proc.stdout.decode()
     for word in ("keys/s", "ns/key", "false negatives: 0 of 20,000", "Python set", "smaller",
-                 "absent keys", "theory", "Streaming dedup of 20,000 lines", "wrongly dropped"):
+                 "absent keys", "theory", "Streaming dedup of 20,000 lines", "wrongly dropped",
+                 f"kernel level {cuckoo.cpu_level()} (this CPU runs {', '.join(cuckoo.cpu_levels())})"):
         assert word in out, word
     assert proc.stderr == b""
     # the measured FPR is in the range of the theory

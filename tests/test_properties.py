@@ -13,6 +13,7 @@ from hypothesis import event, example, given, note, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
+import cuckoo
 from cuckoo import Filter, FilterFullError
 
 # ---- strategies ----------------------------------------------------------------------------
@@ -239,6 +240,29 @@ FilterAgainstMultiset.TestCase.settings = settings(
 TestFilterAgainstMultiset = FilterAgainstMultiset.TestCase
 
 
+def _machine_at_level(level: str) -> type:
+    """The model test at one kernel level (a unittest class: the every_cpu_level mark does not
+    reach it). Each run sets the level and restores it at teardown."""
+
+    class AtLevel(FilterAgainstMultiset):
+        def __init__(self):
+            self.level_before = cuckoo.cpu_level()
+            cuckoo._core._set_cpu_level(level)
+            super().__init__()
+
+        def teardown(self):
+            cuckoo._core._set_cpu_level(self.level_before)
+
+    AtLevel.TestCase.settings = FilterAgainstMultiset.TestCase.settings
+    return AtLevel.TestCase
+
+
+# The default level runs in TestFilterAgainstMultiset; the others here.
+for _level in cuckoo.cpu_levels():
+    if _level != cuckoo.cpu_level():
+        globals()[f"TestFilterAgainstMultiset_{_level}"] = _machine_at_level(_level)
+
+
 def test_full_errors_happen_in_the_model_test_setting():
     """The stateful test only proves 'no false negatives after FilterFullError' if a filter of its
     size really fills up within its step budget: check one such run deterministically."""
@@ -427,6 +451,7 @@ bulk_widths = st.sampled_from([4, 5, 6, 8, 12, 15, 16, 32])  # with b = 2, 4, 8:
 hash_algorithms = st.sampled_from(["xxh3", "xxh64"])  # their bulk hash paths differ
 
 
+@pytest.mark.every_cpu_level
 @given(batch=batches, preload=st.lists(keys, max_size=60), bucket_size=bucket_sizes, fingerprint_bits=bulk_widths,
        seed=st.integers(0, 2**64 - 1), hash_algorithm=hash_algorithms, semi_sort=semi_sorts)
 def test_read_bulk_equals_scalar(batch, preload, bucket_size, fingerprint_bits, seed, hash_algorithm, semi_sort):
@@ -441,6 +466,7 @@ def test_read_bulk_equals_scalar(batch, preload, bucket_size, fingerprint_bits, 
     assert counts.tolist() == [f.count(k) for k in scalars]
 
 
+@pytest.mark.every_cpu_level
 @given(batch=batches, preload=st.lists(keys, max_size=60), bucket_size=bucket_sizes, fingerprint_bits=bulk_widths,
        seed=st.integers(0, 2**64 - 1), hash_algorithm=hash_algorithms, semi_sort=semi_sorts)
 def test_write_bulk_equals_scalar_in_order(batch, preload, bucket_size, fingerprint_bits, seed, hash_algorithm,
@@ -489,6 +515,7 @@ def test_write_bulk_equals_scalar_in_order(batch, preload, bucket_size, fingerpr
     assert bulk == scalar
 
 
+@pytest.mark.every_cpu_level
 @given(batch=st.one_of(int_arrays(), bytes_arrays(), str_arrays()), seed=st.integers(0, 2**64 - 1),
        hash_algorithm=hash_algorithms)
 def test_arrays_equal_lists_of_python_keys(batch, seed, hash_algorithm):

@@ -172,6 +172,25 @@ class StoreMachine(RuleBasedStateMachine):
         assert self.store.contains_many(ks).tolist() == [kb(k) in self.model for k in ks]
         assert self.store.get_many(ks) == [self.model.get(kb(k)) for k in ks]
 
+    @rule(ks=st.lists(KEYS, max_size=30), dks=st.lists(KEYS, max_size=10), commit=st.booleans(), data=st.data())
+    def batch(self, ks, dks, commit, data):
+        """A batch of writes, committed or rolled back by an exception: rolled back, the store
+        is as before it, down to the order of its keys."""
+        vs = data.draw(st.lists(VALUES, min_size=len(ks), max_size=len(ks)))
+        before = dict(self.model)
+        try:
+            with self.store.batch():
+                self.store.put_many(ks, vs)
+                for k, v in zip(ks, vs):
+                    self._set(k, v)
+                assert self.store.discard_many(dks).tolist() == [self.model.pop(kb(k), None) is not None for k in dks]
+                assert list(self.store.items()) == list(self.model.items())
+                if not commit:
+                    raise LookupError
+        except LookupError:
+            self.model = before
+        assert list(self.store.items()) == list(self.model.items())
+
     @rule()
     def sync(self):
         self.store.sync()

@@ -159,18 +159,26 @@ def test_io_error_at_every_write(tmp_path, err):
     assert {"put_many", "sync", "put_many 2", "batch", "compact", "snapshot", "close"} <= hit, hit
 
 
-@pytest.mark.parametrize("err", ERRNOS)
-def test_persistent_io_error_from_every_write(tmp_path, err):
-    """A full disk stays full: every write from the nth on fails. Each call still completes or
-    changes nothing; close() then fails, closes, and the reopen finds the store as it was at
-    the end of one of the calls since the last successful sync() (never a part of a call)."""
+def persistent_faults(tmp_path, err, step: int) -> None:
     writes, _, _ = run_sequence(tmp_path / "count.ckv", 0, err)
-    step = 1 if os.environ.get("CUCKOO_SLOW") else 3
     for nth in range(1, writes + 1, step):
         path = tmp_path / f"s{nth}.ckv"
         _, failures, models = run_sequence(path, nth, err, persistent=True)
         assert failures and failures[-1] == "close"
         check_reopen(path, models)
+
+
+def test_persistent_io_error_from_every_third_write(tmp_path):
+    """A full disk stays full: every write from the nth on fails. Each call still completes or
+    changes nothing; close() then fails, closes, and the reopen finds the store as it was at
+    the end of one of the calls since the last successful sync() (never a part of a call)."""
+    persistent_faults(tmp_path, errno.ENOSPC, 3)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("err", ERRNOS)
+def test_persistent_io_error_from_every_write(tmp_path, err):
+    persistent_faults(tmp_path, err, 1)
 
 
 def test_failed_put_many_is_not_written_later(tmp_path):
@@ -188,6 +196,90 @@ def test_failed_put_many_is_not_written_later(tmp_path):
     model = dict(zip(keys(0, 100), vals(keys(0, 100), 0)))
     model[keys(0, 1)[0]] = b"v"
     check_reopen(path, [model])
+
+
+def random_trial(path, rng, err: int, nth: int, persistent: bool) -> None:
+    """Random calls (bulk and scalar writes, batches that commit or raise, sync, snapshot,
+    compact) with the nth write failing; after each call the program's view is the model of the
+    calls that succeeded, and the reopen agrees."""
+    s = cuckoo.Store(path, seed=rng.randrange(2**64))
+    model: dict = {}
+    since_sync = [{}]
+    _core._testing_io_fault(nth, err, persistent)
+
+    def bulk_keys():
+        lo = rng.randrange(0, 20000)
+        return keys(lo, lo + rng.choice([1, 10, 500, 3000, 9000]))
+
+    for _ in range(rng.randrange(3, 12)):
+        op = rng.choice(["put", "put", "add", "discard", "scalar", "batch", "sync", "snapshot", "compact"])
+        trial = dict(model)
+        ok = True
+        try:
+            if op == "put":
+                ks = bulk_keys()
+                vs = vals(ks, rng.randrange(100), rng.choice([0, 30, 250]))
+                s.put_many(ks, vs)
+                trial.update(zip(ks, vs))
+            elif op == "add":
+                ks = bulk_keys()
+                s.add_unique_many(ks)
+                for k in ks:
+                    trial.setdefault(k, b"")
+            elif op == "discard":
+                ks = bulk_keys()
+                s.discard_many(ks)
+                for k in ks:
+                    trial.pop(k, None)
+            elif op == "scalar":
+                k = keys(rng.randrange(20000), 20000)[0]
+                if rng.random() < 0.5:
+                    s[k] = b"scalar"
+                    trial[k] = b"scalar"
+                elif s.discard(k):
+                    del trial[k]
+            elif op == "batch":
+                fail = rng.random() < 0.3
+                try:
+                    with s.batch():
+                        ks = bulk_keys()
+                        s.put_many(ks, vals(ks, 7))
+                        trial.update(zip(ks, vals(ks, 7)))
+                        ks = bulk_keys()
+                        s.discard_many(ks)
+                        for k in ks:
+                            trial.pop(k, None)
+                        if fail:
+                            raise LookupError
+                except LookupError:
+                    trial = dict(model)
+            else:
+                getattr(s, op)()
+        except OSError as e:
+            assert e.errno == err
+            trial, ok = model, False
+        model = trial
+        assert dict(s.items()) == model, op
+        if op in ("sync", "snapshot", "compact") and ok:
+            since_sync = []
+        since_sync.append(dict(model))
+    try:
+        s.close()
+    except OSError:
+        assert s.closed
+    else:
+        since_sync = [model]
+    _core._testing_io_fault(0, 0, False)
+    check_reopen(path, since_sync)
+
+
+@pytest.mark.slow
+def test_random_calls_with_a_fault_anywhere(tmp_path):
+    import random
+
+    for t in range(150):
+        rng = random.Random(t)
+        random_trial(tmp_path / f"s{t}.ckv", rng, rng.choice(ERRNOS), rng.randrange(1, 40), rng.random() < 0.5)
 
 
 # ---- batches ------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@
 //   N            key counts (default 1000000); --big adds 60000000
 //   --config     fingerprint bits and bucket size (default: 16,4 and 12,4)
 //   --repeat     runs per measurement, the fastest is reported (default 3; 1 for N >= 10^7)
+//   CUCKOO_CPU   (environment) the kernel level: portable, avx2 or avx512 (default: the best)
 //
 // Keys are the integers 0..N-1 (present) and 2^63 + i (absent), hashed with the filter's seeded
 // XXH64 exactly as the Python binding hashes int keys. Timings are wall-clock
@@ -243,6 +244,13 @@ int main(int argc, char** argv) {
     bool ok = true;
     std::printf("cuckoo core micro-benchmark: ns per key (fastest of the runs); 'x gather' = relative to the\n"
                 "hash + 1 random read baseline measured just before, over an array of the table's size\n");
+    // The kernel level (CUCKOO_CPU=portable|avx2|avx512 chooses one the CPU has: cuckoo/cpu.hpp).
+    std::printf("kernel level %s (best on this CPU: %s)%s\n", cuckoo::cpu_level_name(cuckoo::cpu_level()),
+                cuckoo::cpu_level_name(cuckoo::detected_cpu_level()),
+                cuckoo::cpu_level_request().status == cuckoo::CpuLevelRequest::unknown_name ||
+                        cuckoo::cpu_level_request().status == cuckoo::CpuLevelRequest::unsupported
+                    ? "; CUCKOO_CPU not obeyed (unknown, or beyond this CPU)"
+                    : "");
     for (uint64_t n : sizes) {
         for (const Config& c : configs) {
             const unsigned r = repeat > 0 ? static_cast<unsigned>(repeat) : (n >= 10000000 ? 1u : 3u);

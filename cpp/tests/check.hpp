@@ -6,6 +6,10 @@
 // CHECK* record a failure and go on; REQUIRE* abort the current test case. A test binary exits
 // non-zero if any check failed. `test_x NAME...` runs only the cases whose name contains one of
 // the NAMEs; `test_x --list` lists the cases.
+//
+// Every case runs once per kernel level this CPU has (portable, AVX2, AVX-512: cuckoo/cpu.hpp),
+// so that the bulk kernels of each level are checked against the scalar code on any machine;
+// CUCKOO_CPU=LEVEL runs one level only.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +21,8 @@
 #include <string>
 #include <type_traits>
 #include <vector>
+
+#include "cuckoo/cpu.hpp"
 
 namespace cktest {
 
@@ -31,7 +37,7 @@ inline std::vector<Case>& cases() {
 }
 
 struct State {
-    const char* current = "";
+    std::string current;
     uint64_t checks = 0;
     uint64_t failures = 0;       // in the current case
     uint64_t total_failures = 0;
@@ -81,9 +87,9 @@ inline void fail(const char* file, int line, const std::string& what) {
     ++s.failures;
     ++s.total_failures;
     if (s.failures <= max_printed_failures())
-        std::fprintf(stderr, "%s:%d: FAILED in %s: %s\n", file, line, s.current, what.c_str());
+        std::fprintf(stderr, "%s:%d: FAILED in %s: %s\n", file, line, s.current.c_str(), what.c_str());
     else if (s.failures == max_printed_failures() + 1)
-        std::fprintf(stderr, "  (further failures in %s are counted, not printed)\n", s.current);
+        std::fprintf(stderr, "  (further failures in %s are counted, not printed)\n", s.current.c_str());
 }
 
 // Extra context printed with the next failures (e.g. the parameters of a loop iteration).
@@ -102,30 +108,44 @@ inline int run_all(int argc, char** argv) {
         for (const Case& c : cases()) std::printf("%s\n", c.name);
         return 0;
     }
+    // The levels to run: the one CUCKOO_CPU names if this CPU has it, else every level it has.
+    std::vector<cuckoo::CpuLevel> levels;
+    if (cuckoo::cpu_level_request().status == cuckoo::CpuLevelRequest::obeyed) {
+        levels.push_back(cuckoo::cpu_level_request().level);
+    } else {
+        if (cuckoo::cpu_level_request().status != cuckoo::CpuLevelRequest::unset)
+            std::printf("CUCKOO_CPU=%s not obeyed (unknown, or this CPU lacks it): every level instead\n",
+                        cuckoo::cpu_level_request().value);
+        for (int k = 0; k < cuckoo::kCpuLevelCount; ++k)
+            if (cuckoo::cpu_supports(static_cast<cuckoo::CpuLevel>(k))) levels.push_back(static_cast<cuckoo::CpuLevel>(k));
+    }
     State& s = state();
     int run = 0, failed_cases = 0;
     for (const Case& c : cases()) {
         bool selected = argc <= 1;
         for (int a = 1; a < argc && !selected; ++a) selected = std::strstr(c.name, argv[a]) != nullptr;
         if (!selected) continue;
-        ++run;
-        s.current = c.name;
-        s.failures = 0;
-        context().clear();
-        const uint64_t checks_before = s.checks;
-        try {
-            c.fn();
-        } catch (const RequireFailed&) {
-            // already reported
-        } catch (const std::exception& e) {
-            fail(__FILE__, __LINE__, std::string("unexpected exception: ") + e.what());
-        } catch (...) {
-            fail(__FILE__, __LINE__, "unexpected non-standard exception");
+        for (const cuckoo::CpuLevel level : levels) {
+            cuckoo::set_cpu_level(level);
+            ++run;
+            s.current = std::string(c.name) + " @" + cuckoo::cpu_level_name(level);
+            s.failures = 0;
+            context().clear();
+            const uint64_t checks_before = s.checks;
+            try {
+                c.fn();
+            } catch (const RequireFailed&) {
+                // already reported
+            } catch (const std::exception& e) {
+                fail(__FILE__, __LINE__, std::string("unexpected exception: ") + e.what());
+            } catch (...) {
+                fail(__FILE__, __LINE__, "unexpected non-standard exception");
+            }
+            if (s.failures) ++failed_cases;
+            std::printf("[%s] %s (%llu checks)\n", s.failures ? "FAIL" : " ok ", s.current.c_str(),
+                        static_cast<unsigned long long>(s.checks - checks_before));
+            std::fflush(stdout);
         }
-        if (s.failures) ++failed_cases;
-        std::printf("[%s] %s (%llu checks)\n", s.failures ? "FAIL" : " ok ", c.name,
-                    static_cast<unsigned long long>(s.checks - checks_before));
-        std::fflush(stdout);
     }
     if (run == 0) {
         std::fprintf(stderr, "no test case matched\n");

@@ -887,6 +887,35 @@ TEST_CASE(measured_fpr_matches_expected_fpr) {
     }
 }
 
+// CUCKOO_CPU (cuckoo/cpu.hpp): a known level the CPU has is obeyed; an unknown name or a level
+// above the CPU's best is not (the caller then runs the detected level and says why).
+TEST_CASE(cpu_level_request_and_switch) {
+    using cuckoo::CpuLevel;
+    using R = cuckoo::CpuLevelRequest;
+    CHECK_EQ(cuckoo::read_cpu_level_request(nullptr, CpuLevel::avx512).status, R::unset);
+    CHECK_EQ(cuckoo::read_cpu_level_request("portable", CpuLevel::portable).status, R::obeyed);
+    CHECK_EQ(cuckoo::read_cpu_level_request("avx2", CpuLevel::avx512).status, R::obeyed);
+    CHECK(cuckoo::read_cpu_level_request("avx2", CpuLevel::avx512).level == CpuLevel::avx2);
+    CHECK_EQ(cuckoo::read_cpu_level_request("avx512", CpuLevel::avx512).status, R::obeyed);
+    CHECK_EQ(cuckoo::read_cpu_level_request("avx512", CpuLevel::avx2).status, R::unsupported);
+    CHECK_EQ(cuckoo::read_cpu_level_request("avx2", CpuLevel::portable).status, R::unsupported);
+    for (const char* bad : {"", "AVX2", "avx", "sse2", "avx2 ", "native"})
+        CHECK_EQ(cuckoo::read_cpu_level_request(bad, CpuLevel::avx512).status, R::unknown_name);
+    // Switching: only to a level the CPU has, and use_avx2/use_avx512 follow it.
+    const CpuLevel before = cuckoo::cpu_level();
+    for (int k = 0; k < cuckoo::kCpuLevelCount; ++k) {
+        const CpuLevel level = static_cast<CpuLevel>(k);
+        const bool ok = cuckoo::set_cpu_level(level);
+        CHECK_EQ(ok, cuckoo::cpu_supports(level));
+        if (!ok) continue;
+        CHECK(cuckoo::cpu_level() == level);
+        CHECK_EQ(cuckoo::kernels::use_avx2(), level >= CpuLevel::avx2);
+        CHECK_EQ(cuckoo::kernels::use_avx512(), level == CpuLevel::avx512);
+    }
+    CHECK(cuckoo::cpu_supports(CpuLevel::portable));
+    CHECK(cuckoo::set_cpu_level(before));
+}
+
 // The block kernels (cuckoo/locate.hpp) compute exactly Locator's scalar formulas, in every copy
 // this machine can run (the AVX2 copy only where the CPU has AVX2), for every table geometry:
 // the smallest and largest bucket counts (2^32 included), block counts that are odd or a power of

@@ -13,6 +13,12 @@ iterables, and return NumPy arrays.
 
 ``cuckoo.Store`` is the exact counterpart: a persistent mapping of keys to bytes on a cuckoo
 index over an append-only log (no false positives; ``add_unique_many`` is exact dedup).
+
+The bulk kernels run at the best level the CPU has (``cuckoo.cpu_level()``: ``"portable"``,
+``"avx2"`` or ``"avx512"``; ``cuckoo.cpu_levels()`` lists the levels this CPU can run). The
+environment variable ``CUCKOO_CPU`` chooses another, read once at import: an unknown value makes
+``import cuckoo`` raise ``ImportError``; a level this CPU lacks gives a ``RuntimeWarning`` and
+the best level it has runs instead. Every level gives the same results.
 """
 
 from __future__ import annotations
@@ -26,6 +32,8 @@ try:
         ReadOnlyError,
         StoreForkedError,
         StoreLockedError,
+        cpu_level,
+        cpu_levels,
     )
 except ImportError as exc:  # pragma: no cover - only on a broken install
     raise ImportError(
@@ -33,9 +41,24 @@ except ImportError as exc:  # pragma: no cover - only on a broken install
         "with `pip install .` (a plain checkout on sys.path has no compiled extension)."
     ) from exc
 
-from . import _display, _lifecycle, _persist
+from . import _core, _display, _lifecycle, _persist
 from .store import RecoveryWarning, Store
 
+
+def _check_cpu_request() -> None:
+    # The core read CUCKOO_CPU (cpp/include/cuckoo/cpu.hpp) and ran the detected level if it
+    # could not obey; say so here, where Python can.
+    value, status = _core._cpu_level_request()
+    if status == "unknown":
+        raise ImportError(f"CUCKOO_CPU={value!r} is not a kernel level: use portable, avx2 or avx512, or unset it")
+    if status == "unsupported":
+        import warnings
+
+        warnings.warn(f"CUCKOO_CPU={value!r}: this CPU cannot run that kernel level; running {cpu_level()!r} "
+                      f"(it can run {', '.join(cpu_levels())})", RuntimeWarning, stacklevel=2)
+
+
+_check_cpu_request()
 _lifecycle.install(Filter)
 _display.install(Filter)
 _persist.install(Filter)
@@ -53,4 +76,6 @@ __all__ = [
     "StoreForkedError",
     "StoreLockedError",
     "__version__",
+    "cpu_level",
+    "cpu_levels",
 ]

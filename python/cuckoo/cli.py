@@ -972,6 +972,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     w(f"cuckoo {cuckoo.__version__} demo: {n:,} random 64-bit keys, then {n:,} text lines to dedup "
       f"(generated in memory, seed {args.seed})")
+    # The timings below depend on it (cuckoo.cpu_level(); CUCKOO_CPU chooses another).
+    w(f"kernel level {cuckoo.cpu_level()} (this CPU runs {', '.join(cuckoo.cpu_levels())})")
     w()
 
     # 1. integer keys: build, look up, false positives

@@ -23,22 +23,17 @@
 // index arithmetic. Bulk loops hash and locate kBatchBlock keys at once (here), prefetch all
 // their buckets, and only then probe, so that the reads overlap. The block kernels are the same
 // loops compiled twice on x86-64: for the baseline ISA (SSE2, whose 2 lanes do not help 64-bit
-// multiplies, so this copy is effectively scalar) and for AVX2, chosen once at run time when the
-// CPU has it. Both compute exactly Locator's formulas (cpp/tests check them against each other).
+// multiplies, so this copy is effectively scalar) and for AVX2, chosen at run time when the
+// CPU has it (cpu.hpp: the kernel level). Both compute exactly Locator's formulas (cpp/tests check
+// them against each other).
 #pragma once
 
 #include <cstdint>
 #include <type_traits>
 
+#include "cuckoo/cpu.hpp"  // CUCKOO_X86_DISPATCH, kernels::use_avx2
 #include "cuckoo/hash.hpp"
 
-#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) && \
-    !defined(CUCKOO_NO_RUNTIME_DISPATCH)
-#define CUCKOO_X86_DISPATCH 1
-#include <cpuid.h>
-#else
-#define CUCKOO_X86_DISPATCH 0
-#endif
 
 #if defined(__GNUC__) || defined(__clang__)
 #define CUCKOO_ALWAYS_INLINE __attribute__((always_inline)) inline
@@ -193,55 +188,6 @@ __attribute__((target("avx2"))) inline void hash_u64_block_avx2(const uint64_t* 
     hash_u64_block_body(values, len, seed, out);
 }
 #endif
-
-#if CUCKOO_X86_DISPATCH
-// What this CPU and its OS allow, read once with CPUID and XGETBV (bit positions from Intel's and
-// AMD's manuals). Not __builtin_cpu_supports: in binaries linked by zig's Clang (.ci/cross.sh)
-// it answered 0 for every feature, so the vector kernels compiled by Clang never ran there.
-struct VectorSupport {
-    bool avx2 = false;
-    bool avx512 = false;  // F, DQ and VL, with the OS saving the opmask and ZMM registers
-};
-inline VectorSupport detect_vector_support() noexcept {
-    VectorSupport s;
-    unsigned a, b, c, d;
-    if (!__get_cpuid(1, &a, &b, &c, &d)) return s;
-    const bool osxsave = c & (1u << 27), avx = c & (1u << 28);
-    if (!osxsave || !avx) return s;
-    unsigned xcr0_low, xcr0_high;
-    __asm__ volatile("xgetbv" : "=a"(xcr0_low), "=d"(xcr0_high) : "c"(0));
-    (void)xcr0_high;
-    if ((xcr0_low & 0x6u) != 0x6u) return s;  // the OS saves the XMM and YMM registers
-    if (__get_cpuid_max(0, nullptr) < 7) return s;
-    __cpuid_count(7, 0, a, b, c, d);
-    s.avx2 = (b & (1u << 5)) != 0;
-    const bool zmm_saved = (xcr0_low & 0xE0u) == 0xE0u;  // opmask, ZMM_Hi256, Hi16_ZMM
-    s.avx512 = s.avx2 && zmm_saved && (b & (1u << 16)) && (b & (1u << 17)) && (b & (1u << 31));
-    return s;
-}
-inline VectorSupport vector_support() noexcept {
-    static const VectorSupport s = detect_vector_support();
-    return s;
-}
-#endif
-
-// Whether the AVX2 copies run on this CPU (decided once).
-inline bool use_avx2() noexcept {
-#if CUCKOO_X86_DISPATCH
-    return vector_support().avx2;
-#else
-    return false;
-#endif
-}
-
-// Whether the AVX-512 copies (F, VL and DQ; see avx2.hpp) run on this CPU and OS (decided once).
-inline bool use_avx512() noexcept {
-#if CUCKOO_X86_DISPATCH
-    return vector_support().avx512;
-#else
-    return false;
-#endif
-}
 
 }  // namespace kernels
 
