@@ -1600,7 +1600,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "file) and check each 'seen' against it; memory ~10 bytes per distinct line")
     p.add_argument("--store", metavar="STORE",
                    help="exact dedup against a persistent store (created if absent): lines already in it "
-                        "count as seen, new lines are added to it")
+                        "count as seen, new lines are added to it once written, so a run stopped anyhow "
+                        "(kill, Ctrl-C, closed pipe, full disk) and rerun writes every line at least once "
+                        "(only the block in flight may repeat). Lines longer than 2**31 - 1 bytes are "
+                        "refused (exit 1)")
     _add_seed_option(p)
     p.set_defaults(_parser=p, func=cmd_dedup)
 
