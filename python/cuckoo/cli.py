@@ -896,12 +896,12 @@ def record_written(store: "cuckoo.Store", lines: Lines, mask: np.ndarray) -> Non
 def cmd_dedup_exact(args: argparse.Namespace) -> int:
     """dedup --exact / --store: every "seen" is checked against the key itself, kept in a log.
 
-    A line is recorded in the store only once its output has been handed to the OS: per block,
-    the keys are looked up (nothing is added), the new lines are written and flushed, and only
-    then are their keys added and the store synced. Whatever stops a run (a kill, Ctrl-C, a
-    closed pipe, a full disk, an error of the store itself), the store holds no line that was
-    not written, so a rerun writes every line that no run wrote; the lines of the block being
-    written when a run stopped may be written again (at least once, never lost)."""
+    With --store, a line is recorded in the store only once its output has been handed to the
+    OS: per block, the keys are looked up (nothing is added), the new lines are written and
+    flushed, and only then are their keys added and the store synced. Whatever stops a run (a
+    kill, Ctrl-C, a closed pipe, a full disk, an error of the store itself), the store holds no
+    line that was not written, so a rerun writes every line that no run wrote; the lines of the
+    block being written when a run stopped may be written again (at least once, never lost)."""
     for opt in ("filter", "save", "capacity", "fpr", "seed"):
         if getattr(args, opt) is not None:
             raise CliError(f"cuckoo dedup: --{opt} is for the filter; --exact/--store keep every key exactly",
@@ -933,15 +933,19 @@ def cmd_dedup_exact(args: argparse.Namespace) -> int:
                 if len(too_long):  # do the lines before it, then stop
                     lines = Lines(lines.data, int(lines.starts[too_long[0]]))
                 try:
-                    mask = lines.new_keys(store.contains_many)
+                    if args.store:
+                        mask = lines.new_keys(store.contains_many)
+                    else:  # --exact: the store dies with the run (no rerun to serve): one call
+                        mask = store._s.add_unique_spans(lines.buf, lines.starts, lines.klen)
                 except STORE_ERRORS as exc:
                     raise store_error(args.store, exc) from None
                 out.write(lines.select(mask, final=last_input))
-                out.flush()
-                try:
-                    record_written(store, lines, mask)
-                except STORE_ERRORS as exc:
-                    raise store_error(args.store, exc) from None
+                if args.store:
+                    out.flush()
+                    try:
+                        record_written(store, lines, mask)
+                    except STORE_ERRORS as exc:
+                        raise store_error(args.store, exc) from None
                 read += len(lines)
                 written += int(np.count_nonzero(mask))
                 nbytes += len(lines.buf) - (1 if lines.virtual else 0)
