@@ -323,7 +323,6 @@ class Lines:
         return data
 
 
-_M64 = (1 << 64) - 1
 # Seeds of _first_occurrences' hash, drawn per process: input cannot be crafted to collide (a
 # collision would only cost the exact fallback's sort, never a wrong answer).
 _HASH_SEEDS = [np.uint64(int.from_bytes(os.urandom(8), "little") | 1) for _ in range(2)]
@@ -757,8 +756,7 @@ def inputs_of(sources: List[Source]) -> List[Tuple[str, str]]:
 class Output:
     """stdout or -o FILE, written in whole blocks."""
 
-    def __init__(self, path: Optional[str], inputs: List[Source],
-                 protected: Sequence[Tuple[str, str]] = ()) -> None:
+    def __init__(self, path: Optional[str], inputs: List[Source]) -> None:
         self.path = path
         self.what = "to standard output"
         if path is None or path == "-":
@@ -766,7 +764,7 @@ class Output:
             self.owned = False
             return
         self.what = f"output '{path}'"
-        refuse_clobber(path, "output", inputs_of(inputs) + list(protected))
+        refuse_clobber(path, "output", inputs_of(inputs))
         try:
             self.fh = open(path, "wb")
         except OSError as exc:
@@ -983,7 +981,7 @@ def cmd_dedup(args: argparse.Namespace) -> int:
                        EXIT_USAGE)
     fpr = args.fpr if args.fpr is not None else DEDUP_FPR
     f, growable, how = _auto_filter(args, sources, fpr)
-    out = Output(args.output, sources, filter_files)
+    out = Output(args.output, sources)
     progress = Progress(_progress_enabled(args), "dedup")
     read = written = nbytes = 0
     expected_false = 0.0
