@@ -262,20 +262,6 @@ class Lines:
             return out, k, exc
         return out, None, None
 
-    def new_keys(self, contains: Callable[[Any], Any]) -> np.ndarray:
-        """Per line, whether its key is new: not found by `contains` (a bulk lookup, e.g. a
-        store's contains_many) and on no earlier line of the block. What add_unique_many would
-        return, decided without adding anything, so that the caller can record the keys only
-        once their lines are written. Equal keys always fall in the same key group."""
-        out = np.zeros(len(self), dtype=bool)
-        for idx, keys in self.key_groups():
-            absent = np.flatnonzero(~np.asarray(contains(keys), dtype=bool))
-            if len(absent) == 0:
-                continue
-            new = absent[_first_occurrences(_take(keys, absent))]
-            out[new if idx is None else idx[new]] = True
-        return out
-
     def full_lengths(self) -> np.ndarray:
         return self.ends - self.starts + 1
 
@@ -321,56 +307,6 @@ class Lines:
         if self.virtual and final:
             data = data[:-1]
         return data
-
-
-# Seeds of _first_occurrences' hash, drawn per process: input cannot be crafted to collide (a
-# collision would only cost the exact fallback's sort, never a wrong answer).
-_HASH_SEEDS = [np.uint64(int.from_bytes(os.urandom(8), "little") | 1) for _ in range(2)]
-
-
-def _first_occurrences(keys: Any) -> np.ndarray:
-    """Per key, whether no earlier key of `keys` (a list of bytes, or an 'S' array whose keys
-    never end in a NUL byte) equals it. Exact: keys are grouped by a 64-bit hash of their bytes
-    (a sort of the hashes: the earliest key of each run of equal hashes is the first), then every
-    key is compared with its run's earliest; should two different keys share a hash, an exact
-    sort of the keys themselves decides instead."""
-    n = len(keys)
-    first = np.zeros(n, dtype=bool)
-    if not isinstance(keys, np.ndarray):
-        seen: set = set()
-        for j, k in enumerate(keys):
-            if k not in seen:
-                seen.add(k)
-                first[j] = True
-        return first
-    if n == 0:
-        return first
-    width = keys.dtype.itemsize
-    words = (width + 7) // 8
-    rows = np.zeros((n, words * 8), dtype=np.uint8)
-    rows[:, :width] = keys.view(np.uint8).reshape(n, width)
-    col = rows.view(np.uint64)
-    h = np.full(n, _HASH_SEEDS[0], dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        for j in range(words):
-            h ^= col[:, j]
-            h *= _HASH_SEEDS[1]
-            h ^= h >> np.uint64(29)
-        h *= np.uint64(0xBF58476D1CE4E5B9)
-        h ^= h >> np.uint64(32)
-    order = np.argsort(h)
-    sh = h[order]
-    head = np.ones(n, dtype=bool)
-    head[1:] = sh[1:] != sh[:-1]
-    starts = np.flatnonzero(head)
-    earliest = np.minimum.reduceat(order, starts)  # each run's earliest key
-    rep = np.repeat(earliest, np.diff(np.append(starts, n)))
-    if not np.array_equal(col[order], col[rep]):  # a hash collision: decide exactly
-        _, idx = np.unique(keys, return_index=True)
-        first[idx] = True
-        return first
-    first[earliest] = True
-    return first
 
 
 def _take(keys: Any, idx: np.ndarray) -> Any:
@@ -881,25 +817,15 @@ def close_store(store: "cuckoo.Store", path: Optional[str], failing: bool) -> No
             raise store_error(path, exc) from None
 
 
-def record_written(store: "cuckoo.Store", lines: Lines, mask: np.ndarray) -> None:
-    """Records the keys of the lines `mask` selects, whose output has been handed to the OS, and
-    makes them reach the OS too (sync), so that a kill after this block repeats nothing of it.
-    With a store batch primitive (commit / rollback) this becomes: add_unique inside the batch,
-    write and flush the output, commit."""
-    if mask.any():
-        store._s.add_unique_spans(lines.buf, lines.starts[mask], lines.klen[mask])
-        store.sync()
-
-
 def cmd_dedup_exact(args: argparse.Namespace) -> int:
     """dedup --exact / --store: every "seen" is checked against the key itself, kept in a log.
 
     With --store, a line is recorded in the store only once its output has been handed to the
-    OS: per block, the keys are looked up (nothing is added), the new lines are written and
-    flushed, and only then are their keys added and the store synced. Whatever stops a run (a
-    kill, Ctrl-C, a closed pipe, a full disk, an error of the store itself), the store holds no
-    line that was not written, so a rerun writes every line that no run wrote; the lines of the
-    block being written when a run stopped may be written again (at least once, never lost)."""
+    OS: each block is one store batch (cuckoo.Store.batch) that adds the block's keys, writes
+    and flushes its new lines, and only then commits. Whatever stops a run (a kill, Ctrl-C, a
+    closed pipe, a full disk, an error of the store itself), the store holds no line that was
+    not written, so a rerun writes every line that no run wrote; the lines of the block being
+    written when a run stopped may be written again (at least once, never lost)."""
     for opt in ("filter", "save", "capacity", "fpr", "seed"):
         if getattr(args, opt) is not None:
             raise CliError(f"cuckoo dedup: --{opt} is for the filter; --exact/--store keep every key exactly",
@@ -932,18 +858,19 @@ def cmd_dedup_exact(args: argparse.Namespace) -> int:
                     lines = Lines(lines.data, int(lines.starts[too_long[0]]))
                 try:
                     if args.store:
-                        mask = lines.new_keys(store.contains_many)
-                    else:  # --exact: the store dies with the run (no rerun to serve): one call
+                        # The block's records stay in memory until the batch commits, after its
+                        # lines were written and flushed: whatever stops the run before that (an
+                        # exception rolls the batch back, a kill leaves it unwritten) leaves
+                        # none of them in the store.
+                        with store.batch():
+                            mask = store._s.add_unique_spans(lines.buf, lines.starts, lines.klen)
+                            out.write(lines.select(mask, final=last_input))
+                            out.flush()
+                    else:  # --exact: the store dies with the run, there is no rerun to serve
                         mask = store._s.add_unique_spans(lines.buf, lines.starts, lines.klen)
+                        out.write(lines.select(mask, final=last_input))
                 except STORE_ERRORS as exc:
                     raise store_error(args.store, exc) from None
-                out.write(lines.select(mask, final=last_input))
-                if args.store:
-                    out.flush()
-                    try:
-                        record_written(store, lines, mask)
-                    except STORE_ERRORS as exc:
-                        raise store_error(args.store, exc) from None
                 read += len(lines)
                 written += int(np.count_nonzero(mask))
                 nbytes += len(lines.buf) - (1 if lines.virtual else 0)
