@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import io
 import json
 import math
@@ -84,6 +85,8 @@ def _one_line(exc: BaseException) -> str:
     text = str(exc) or type(exc).__name__
     if isinstance(exc, OSError) and exc.strerror:
         text = exc.strerror
+    elif isinstance(exc, MemoryError):
+        text = f"out of memory ({text})"
     return " ".join(text.split())
 
 
@@ -360,9 +363,17 @@ class Source:
             self.stream.close()
 
 
-def read_lines(source: Source, block: int) -> Iterator[Lines]:
-    """Blocks of whole lines from one source; an unterminated last line gets a virtual ``\\n``."""
+class LineTooLong(Exception):
+    """A line whose key is longer than the `max_key` given to read_lines (raised before it is
+    held in memory whole): the lines before it have all been yielded."""
+
+
+def read_lines(source: Source, block: int, max_key: Optional[int] = None) -> Iterator[Lines]:
+    """Blocks of whole lines from one source; an unterminated last line gets a virtual ``\\n``.
+    `max_key`: a line longer than a block whose key passes this many bytes raises LineTooLong as
+    soon as that is known (shorter lines are the caller's to check, in the blocks)."""
     pending: List[bytes] = []
+    pending_bytes = 0
     while True:
         chunk = source.read(block)
         if not chunk:
@@ -370,6 +381,10 @@ def read_lines(source: Source, block: int) -> Iterator[Lines]:
         idx = chunk.rfind(b"\n")
         if idx < 0:
             pending.append(chunk)  # a line longer than a block: join once its end is found
+            pending_bytes += len(chunk)
+            # + 1: the key leaves out one '\r' before the '\n'
+            if max_key is not None and pending_bytes > max_key + 1:
+                raise LineTooLong()
             continue
         if pending:
             pending.append(chunk)
@@ -381,6 +396,7 @@ def read_lines(source: Source, block: int) -> Iterator[Lines]:
         yield Lines(data, idx + 1)
         if idx + 1 < len(data):
             pending.append(data[idx + 1 :])
+        pending_bytes = len(data) - idx - 1
     if pending:
         data = b"".join(pending) + b"\n"
         yield Lines(data, len(data), virtual=True)
@@ -390,11 +406,11 @@ def sources_of(names: Sequence[str]) -> List[Source]:
     return [Source(n) for n in (names or ["-"])]
 
 
-def iter_blocks(sources: List[Source], block: int) -> Iterator[Tuple[Lines, bool]]:
+def iter_blocks(sources: List[Source], block: int, max_key: Optional[int] = None) -> Iterator[Tuple[Lines, bool]]:
     """(lines, is_last_input) over all sources in order."""
     for i, src in enumerate(sources):
         try:
-            for lines in read_lines(src, block):
+            for lines in read_lines(src, block, max_key):
                 yield lines, i == len(sources) - 1
         finally:
             src.close()
@@ -636,6 +652,43 @@ def write_stdout(data: Union[str, bytes], flush: bool = False) -> None:
         raise write_error("to standard output", exc) from None
 
 
+def _same_file(a: str, b: str) -> bool:
+    """Whether paths a and b name one file: by identity (device and inode, so symlinks and hard
+    links count) when both exist, else by their resolved paths (a file about to be created)."""
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        try:
+            return os.path.realpath(a) == os.path.realpath(b)
+        except (OSError, ValueError):
+            return False
+
+
+def store_files(path: str) -> List[Tuple[str, str]]:
+    """(path, what) of each file a store at `path` owns: its log, index snapshot (and the
+    snapshot's temporary file), lock, and compaction's temporary log."""
+    return [(path, f"the store '{path}'"), (path + ".idx", f"the snapshot of the store '{path}'"),
+            (path + ".idx.tmp", f"a temporary file of the store '{path}'"),
+            (path + ".lock", f"the lock of the store '{path}'"),
+            (path + ".compact", f"a temporary file of the store '{path}'")]
+
+
+def refuse_clobber(path: Optional[str], what: str, protected: Sequence[Tuple[str, str]],
+                   refusal: str = "refusing to overwrite it") -> None:
+    """Exit 1 when `path` (a file this command writes, or reads while it writes `protected`) is
+    one of the `protected` files: an input, a store's files, a filter file read or saved.
+    Called before anything is opened or written."""
+    if path is None or path == "-":
+        return
+    for other, role in protected:
+        if other != "-" and _same_file(path, other):
+            raise CliError(f"cuckoo: {what} '{path}' is also {role}: {refusal}", EXIT_USAGE)
+
+
+def inputs_of(sources: List[Source]) -> List[Tuple[str, str]]:
+    return [(src.name, "an input") for src in sources if not src.is_stdin]
+
+
 class Output:
     """stdout or -o FILE, written in whole blocks."""
 
@@ -647,9 +700,7 @@ class Output:
             self.owned = False
             return
         self.what = f"output '{path}'"
-        for src in inputs:
-            if not src.is_stdin and os.path.exists(src.name) and os.path.exists(path) and os.path.samefile(src.name, path):
-                raise CliError(f"cuckoo: output '{path}' is also an input: refusing to overwrite it", EXIT_USAGE)
+        refuse_clobber(path, "output", inputs_of(inputs))
         try:
             self.fh = open(path, "wb")
         except OSError as exc:
@@ -662,6 +713,13 @@ class Output:
                 self.fh.write(data)
             except OSError as exc:
                 raise write_error(self.what, exc) from None
+
+    def flush(self) -> None:
+        """Hands what was written to the OS (no fsync)."""
+        try:
+            self.fh.flush()
+        except OSError as exc:
+            raise write_error(self.what, exc) from None
 
     def close(self) -> None:
         try:
@@ -714,42 +772,118 @@ def _on_stdin(sources: List[Source]) -> bool:
 EXACT_BLOCK = 4 << 20
 
 
+# The longest key a store holds (its records' length field): a longer line is refused with one
+# line on stderr as soon as it is seen, before it is held in memory whole.
+MAX_STORE_KEY = (1 << 31) - 1
+
+
+def max_store_key() -> int:
+    """MAX_STORE_KEY, or less for the tests (CUCKOO_TEST_MAX_KEY: a long line without writing
+    2 GiB); never more."""
+    override = os.environ.get("CUCKOO_TEST_MAX_KEY")
+    return min(int(override), MAX_STORE_KEY) if override else MAX_STORE_KEY
+
+
+def line_too_long(command: str, line: int, limit: int) -> CliError:
+    return CliError(f"{command}: input line {line:,} is longer than {limit:,} bytes, the longest key a store holds; "
+                    f"the lines before it are done", EXIT_USAGE)
+
+
 def open_store(path: Optional[str], readonly: bool = False) -> "cuckoo.Store":
     """A store for the CLI: errors on one line (exit 2), like filter files."""
     try:
         return cuckoo.Store(path, readonly=readonly)
     except cuckoo.StoreLockedError as exc:
         raise CliError(f"cuckoo: {exc}", EXIT_FILTER_FILE) from None
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, TypeError, MemoryError, cuckoo.CuckooError) as exc:
         raise CliError(f"cuckoo: cannot open store '{path}': {_one_line(exc)}", EXIT_FILTER_FILE) from None
 
 
+def store_error(path: Optional[str], exc: BaseException) -> CliError:
+    """A store that failed after it opened (an I/O error, a corrupt record, no memory): exit 2."""
+    return CliError(f"cuckoo: store '{path or '(temporary)'}': {_one_line(exc)}", EXIT_FILTER_FILE)
+
+
+STORE_ERRORS = (OSError, ValueError, TypeError, MemoryError, cuckoo.CuckooError)
+
+
+def close_store(store: "cuckoo.Store", path: Optional[str], failing: bool) -> None:
+    """Closes (syncs, snapshots) the store; an error is reported (exit 2) unless the command is
+    already failing (`failing`), whose error then stays the one reported."""
+    try:
+        store.close()
+    except STORE_ERRORS as exc:
+        if not failing:
+            raise store_error(path, exc) from None
+
+
 def cmd_dedup_exact(args: argparse.Namespace) -> int:
-    """dedup --exact / --store: every "seen" is checked against the key itself, kept in a log."""
+    """dedup --exact / --store: every "seen" is checked against the key itself, kept in a log.
+
+    With --store, a line is recorded in the store only once its output has been handed to the
+    OS: each block is one store batch (cuckoo.Store.batch) that adds the block's keys, writes
+    and flushes its new lines, and only then commits. Whatever stops a run (a kill, Ctrl-C, a
+    closed pipe, a full disk, an error of the store itself), the store holds no line that was
+    not written, so a rerun writes every line that no run wrote; the lines of the block being
+    written when a run stopped may be written again (at least once, never lost)."""
     for opt in ("filter", "save", "capacity", "fpr", "seed"):
         if getattr(args, opt) is not None:
             raise CliError(f"cuckoo dedup: --{opt} is for the filter; --exact/--store keep every key exactly",
                            EXIT_USAGE)
     sources = sources_of(args.files)
+    owned = store_files(args.store) if args.store else []
+    for src, _ in inputs_of(sources):
+        refuse_clobber(src, "input", owned, "refusing to read what it writes")
+    refuse_clobber(args.output, "output", inputs_of(sources) + owned)
     store = open_store(args.store)
-    out = Output(args.output, sources)
     block = EXACT_BLOCK if args.block_size == DEFAULT_BLOCK else args.block_size
+    max_key = max_store_key()
     progress = Progress(_progress_enabled(args), "dedup")
     read = written = nbytes = 0
     start = time.perf_counter()
+    failing = True
     try:
-        for lines, last_input in iter_blocks(sources, block):
-            mask = store._s.add_unique_spans(lines.buf, lines.starts, lines.klen)
-            out.write(lines.select(mask, final=last_input))
-            read += len(lines)
-            written += int(np.count_nonzero(mask))
-            nbytes += len(lines.buf) - (1 if lines.virtual else 0)
-            progress.update(read, nbytes)
-    finally:
-        progress.done()
-        out.close()
+        out = Output(args.output, sources)
+        try:
+            blocks = iter_blocks(sources, block, max_key)
+            while True:
+                try:
+                    lines, last_input = next(blocks)
+                except StopIteration:
+                    break
+                except LineTooLong:
+                    raise line_too_long("cuckoo dedup", read + 1, max_key) from None
+                too_long = np.flatnonzero(lines.klen > max_key)
+                if len(too_long):  # do the lines before it, then stop
+                    lines = Lines(lines.data, int(lines.starts[too_long[0]]))
+                try:
+                    if args.store:
+                        # The block's records stay in memory until the batch commits, after its
+                        # lines were written and flushed: whatever stops the run before that (an
+                        # exception rolls the batch back, a kill leaves it unwritten) leaves
+                        # none of them in the store.
+                        with store.batch():
+                            mask = store._s.add_unique_spans(lines.buf, lines.starts, lines.klen)
+                            out.write(lines.select(mask, final=last_input))
+                            out.flush()
+                    else:  # --exact: the store dies with the run, there is no rerun to serve
+                        mask = store._s.add_unique_spans(lines.buf, lines.starts, lines.klen)
+                        out.write(lines.select(mask, final=last_input))
+                except STORE_ERRORS as exc:
+                    raise store_error(args.store, exc) from None
+                read += len(lines)
+                written += int(np.count_nonzero(mask))
+                nbytes += len(lines.buf) - (1 if lines.virtual else 0)
+                progress.update(read, nbytes)
+                if len(too_long):
+                    raise line_too_long("cuckoo dedup", read + 1, max_key)
+        finally:
+            progress.done()
+            out.close()
         st = store.stats()
-        store.close()
+        failing = False
+    finally:
+        close_store(store, args.store, failing)
     elapsed = time.perf_counter() - start
     where = args.store or "an anonymous temporary file, removed"
     _note(args, f"cuckoo dedup: {read:,} lines read, {written:,} written, {read - written:,} dropped "
@@ -764,6 +898,9 @@ def cmd_dedup(args: argparse.Namespace) -> int:
     if args.exact or args.store:
         return cmd_dedup_exact(args)
     sources = sources_of(args.files)
+    filter_files = [(path, f"the filter file '{path}'") for path in (args.filter, args.save) if path]
+    refuse_clobber(args.output, "output", inputs_of(sources) + filter_files)
+    refuse_clobber(args.save, "--save file", inputs_of(sources))
     if args.save:
         check_can_save(args.save)
     if args.filter and (args.capacity is not None or args.fpr is not None or args.seed is not None):
@@ -819,6 +956,7 @@ def cmd_dedup(args: argparse.Namespace) -> int:
 
 def cmd_build(args: argparse.Namespace) -> int:
     sources = sources_of(args.files)
+    refuse_clobber(args.output, "output", inputs_of(sources))
     check_can_save(args.output)
     fpr = args.fpr if args.fpr is not None else BUILD_FPR
     f, _, how = _auto_filter(args, sources, fpr)
@@ -849,8 +987,9 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
-    f = load_filter(args.filter)
     sources = sources_of(args.files)
+    refuse_clobber(args.output, "output", [(args.filter, f"the filter file '{args.filter}'")])
+    f = load_filter(args.filter)
     out = Output(args.output, sources)
     progress = Progress(_progress_enabled(args), "query")
     read = shown = nbytes = 0
@@ -1135,9 +1274,28 @@ def _store_key(text: str, as_int: bool) -> Union[int, bytes]:
     if not as_int:
         return os.fsencode(text)
     try:
-        return int(text, 0)
+        v = int(text, 0)
     except ValueError:
         raise CliError(f"cuckoo store: --int keys must be integers, got {text!r}", EXIT_USAGE) from None
+    if not -(1 << 63) <= v < 1 << 64:
+        raise CliError(f"cuckoo store: --int keys must fit in 64 bits ([-2**63, 2**64)), got {text!r}", EXIT_USAGE)
+    return v
+
+
+@contextlib.contextmanager
+def using_store(path: str, readonly: bool = False) -> Iterator["cuckoo.Store"]:
+    """The store at `path` for one subcommand, closed at the end; whatever fails in it (open,
+    a read, a write, close) is one line on stderr and exit 2, never a traceback."""
+    store = open_store(path, readonly)
+    failing = True
+    try:
+        try:
+            yield store
+        except STORE_ERRORS as exc:
+            raise store_error(path, exc) from None
+        failing = False
+    finally:
+        close_store(store, path, failing)
 
 
 def cmd_store_import(args: argparse.Namespace) -> int:
@@ -1145,9 +1303,10 @@ def cmd_store_import(args: argparse.Namespace) -> int:
     value of the key that is its number (0, 1, ... after the store's existing line keys), so that
     export writes the file back byte for byte; with --tsv, each line is KEY<TAB>VALUE."""
     sources = sources_of(args.files)
-    store = open_store(args.store)
+    for src, _ in inputs_of(sources):
+        refuse_clobber(src, "input", store_files(args.store), "refusing to read what it writes")
     n = 0
-    try:
+    with using_store(args.store) as store:
         first = len(store) if not args.tsv else 0
         for lines, _ in iter_blocks(sources, args.block_size):
             data = lines.data
@@ -1170,81 +1329,72 @@ def cmd_store_import(args: argparse.Namespace) -> int:
                 keys = np.arange(first + n, first + n + len(values), dtype=np.uint64)
             store.put_many(keys, values)
             n += len(lines)
-    finally:
-        store.close()
     _note(args, f"cuckoo store import: {n:,} records into {args.store}")
     return EXIT_OK
 
 
 def cmd_store_export(args: argparse.Namespace) -> int:
-    store = open_store(args.store, readonly=True)
-    out = Output(args.output, [])
-    try:
-        if args.tsv:
-            for k, v in store.items():
-                out.write(k + b"\t" + v + b"\n")
-        else:
-            buf: List[bytes] = []
-            size = 0
-            for v in store.values():
-                buf.append(v)
-                size += len(v)
-                if size >= DEFAULT_BLOCK:
-                    out.write(b"".join(buf))
-                    buf, size = [], 0
-            out.write(b"".join(buf))
-    finally:
-        out.close()
-        store.close()
+    # Truncating a file of the store while it is mapped would kill this process (SIGBUS) and
+    # empty the store: refused before anything is opened.
+    refuse_clobber(args.output, "output", store_files(args.store))
+    with using_store(args.store, readonly=True) as store:
+        out = Output(args.output, [])
+        try:
+            if args.tsv:
+                for k, v in store.items():
+                    out.write(k + b"\t" + v + b"\n")
+            else:
+                buf: List[bytes] = []
+                size = 0
+                for v in store.values():
+                    buf.append(v)
+                    size += len(v)
+                    if size >= DEFAULT_BLOCK:
+                        out.write(b"".join(buf))
+                        buf, size = [], 0
+                out.write(b"".join(buf))
+        finally:
+            out.close()
     return EXIT_OK
 
 
 def cmd_store_get(args: argparse.Namespace) -> int:
-    store = open_store(args.store, readonly=True)
+    keys = [_store_key(text, args.int) for text in args.keys]
     missing = 0
-    try:
-        for text in args.keys:
-            v = store.get(_store_key(text, args.int))
+    with using_store(args.store, readonly=True) as store:
+        for text, key in zip(args.keys, keys):
+            v = store.get(key)
             if v is None:
                 missing += 1
                 sys.stderr.write(f"cuckoo store get: {text}: not found\n")
             else:
                 write_stdout(v + (b"" if v.endswith(b"\n") else b"\n"))
         write_stdout("", flush=True)
-    finally:
-        store.close()
     return EXIT_USAGE if missing else EXIT_OK
 
 
 def cmd_store_put(args: argparse.Namespace) -> int:
-    store = open_store(args.store)
-    try:
-        store[_store_key(args.key, args.int)] = os.fsencode(args.value)
-    finally:
-        store.close()
+    key = _store_key(args.key, args.int)
+    with using_store(args.store) as store:
+        store[key] = os.fsencode(args.value)
     return EXIT_OK
 
 
 def cmd_store_del(args: argparse.Namespace) -> int:
-    store = open_store(args.store)
+    keys = [_store_key(text, args.int) for text in args.keys]
     missing = 0
-    try:
-        for text in args.keys:
-            if not store.discard(_store_key(text, args.int)):
+    with using_store(args.store) as store:
+        for text, key in zip(args.keys, keys):
+            if not store.discard(key):
                 missing += 1
                 sys.stderr.write(f"cuckoo store del: {text}: not found\n")
-    finally:
-        store.close()
     return EXIT_USAGE if missing else EXIT_OK
 
 
 def cmd_store_info(args: argparse.Namespace) -> int:
-    store = open_store(args.store, readonly=True)
-    try:
+    with using_store(args.store, readonly=True) as store:
         st = store.stats()
         info = {"path": args.store, "seed": store.seed, "tag_bits": store.tag_bits, **st}
-    finally:
-        store.close()
     st = info
     if args.json:
         write_stdout(json.dumps(info, indent=2) + "\n")
@@ -1262,13 +1412,10 @@ def cmd_store_info(args: argparse.Namespace) -> int:
 
 
 def cmd_store_compact(args: argparse.Namespace) -> int:
-    store = open_store(args.store)
-    try:
+    with using_store(args.store) as store:
         before = store.stats()["log_bytes"]
         store.compact()
         after = store.stats()["log_bytes"]
-    finally:
-        store.close()
     _note(args, f"cuckoo store compact: {args.store}: {_bytes(before)} -> {_bytes(after)}")
     return EXIT_OK
 
@@ -1382,7 +1529,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "file) and check each 'seen' against it; memory ~10 bytes per distinct line")
     p.add_argument("--store", metavar="STORE",
                    help="exact dedup against a persistent store (created if absent): lines already in it "
-                        "count as seen, new lines are added to it")
+                        "count as seen, new lines are added to it once written, so a run stopped anyhow "
+                        "(kill, Ctrl-C, closed pipe, full disk) and rerun writes every line at least once "
+                        "(only the block in flight may repeat). Lines longer than 2**31 - 1 bytes are "
+                        "refused (exit 1)")
     _add_seed_option(p)
     p.set_defaults(_parser=p, func=cmd_dedup)
 
