@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "cuckoo/errors.hpp"  // FilterFullError, ReadOnlyError
 #include "cuckoo/evict.hpp"
 #include "cuckoo/hash.hpp"
 #include "cuckoo/insert_avx2.hpp"
@@ -25,21 +26,6 @@
 #include "cuckoo/table.hpp"
 
 namespace cuckoo {
-
-// Raised when an insert finds no room within max_kicks. The filter is unchanged by the failed
-// insert. In a batch, `inserted` says how many keys of the batch went in before it.
-class FilterFullError : public std::runtime_error {
-public:
-    explicit FilterFullError(const std::string& what, uint64_t inserted = 0)
-        : std::runtime_error(what), inserted(inserted) {}
-    uint64_t inserted;
-};
-
-// Raised by any write to a filter whose table is a read-only view (a memory-mapped file).
-class ReadOnlyError : public std::logic_error {
-public:
-    using std::logic_error::logic_error;
-};
 
 constexpr unsigned kMinFingerprintBits = 4;
 constexpr unsigned kMaxFingerprintBits = 32;

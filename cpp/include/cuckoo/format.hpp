@@ -41,19 +41,13 @@
 #include <string>
 #include <vector>
 
+#include "cuckoo/errors.hpp"  // FormatError
 #include "cuckoo/filter.hpp"
 #include "cuckoo/staged.hpp"
 #include "cuckoo/hash.hpp"
 #include "cuckoo/table.hpp"
 
 namespace cuckoo {
-
-// Serialized data that cannot be read: wrong magic, unknown version, truncated, corrupt, or
-// parameters that do not describe a valid filter.
-class FormatError : public std::runtime_error {
-public:
-    using std::runtime_error::runtime_error;
-};
 
 namespace format {
 

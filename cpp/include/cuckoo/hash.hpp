@@ -456,6 +456,13 @@ struct KeyHasher {
     }
 };
 
+// The bytes of one key, as the store takes them (it keeps and compares them, where a filter
+// needs only their hash).
+struct KeySpan {
+    const unsigned char* data;
+    uint64_t len;
+};
+
 // ---- small mixing and range reduction ------------------------------------------------------
 
 // The SplitMix64 finaliser: a bijective, well-avalanching mix of one 64-bit word. Used to hash a

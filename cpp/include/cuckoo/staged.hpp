@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "cuckoo/errors.hpp"  // MergeError, FilterFullError
 #include "cuckoo/filter.hpp"
 #include "cuckoo/memory.hpp"
 
@@ -65,12 +66,6 @@ constexpr uint64_t kGrowthLoadCheckSlots = 4096;
 // (bucket pair, fingerprint) (a multiset union, `+`); `max` keeps the larger count (a set union,
 // `|`: idempotent, and shards built with set semantics merge into the filter of their union).
 enum class MergeMode { add, max };
-
-// Why two filters cannot be merged exactly.
-class MergeError : public std::invalid_argument {
-public:
-    using std::invalid_argument::invalid_argument;
-};
 
 class StagedFilter {
 public:

@@ -38,25 +38,15 @@
 #include <vector>
 
 #include "cuckoo/evict.hpp"
+#include "cuckoo/errors.hpp"  // ReadOnlyError, FormatError, StoreForkedError
 #include "cuckoo/fault.hpp"
-#include "cuckoo/filter.hpp"  // ReadOnlyError
 #include "cuckoo/hash.hpp"
 #include "cuckoo/locate.hpp"
 #include "cuckoo/memory.hpp"
 #include "cuckoo/store_log.hpp"
+#include "cuckoo/store_snapshot.hpp"  // StoreBucket and the .idx file
 
 namespace cuckoo {
-
-struct KeySpan {
-    const unsigned char* data;
-    uint64_t len;
-};
-
-struct StoreBucket {
-    uint16_t tag[4];  // 0: empty slot
-    uint32_t unit[4];  // record offset / 8
-};
-static_assert(sizeof(StoreBucket) == 24, "a store bucket is 24 bytes");
 
 // Whether two byte strings of `len` bytes are equal (memcmp, which must not see a null pointer,
 // not even for 0 bytes: an empty key may have no storage).
@@ -64,15 +54,17 @@ inline bool same_bytes(const unsigned char* a, const unsigned char* b, uint64_t 
     return len == 0 || std::memcmp(a, b, static_cast<size_t>(len)) == 0;
 }
 
-// LSD radix sort of 64-bit values by their low `key_bytes` bytes (the payload rides above).
-inline void radix_sort_u64(std::vector<uint64_t>& v, unsigned key_bytes) {
-    std::vector<uint64_t> tmp(v.size());
+// LSD radix sort of unsigned values (uint32_t or uint64_t) by their low `key_bytes` bytes (a
+// payload may ride above them).
+template <class T>
+void radix_sort(std::vector<T>& v, unsigned key_bytes = sizeof(T)) {
+    std::vector<T> tmp(v.size());
     for (unsigned pass = 0; pass < key_bytes; ++pass) {
         const unsigned shift = 8 * pass;
         size_t count[257] = {0};
-        for (uint64_t x : v) ++count[((x >> shift) & 0xFF) + 1];
+        for (T x : v) ++count[((x >> shift) & 0xFF) + 1];
         for (int i = 0; i < 256; ++i) count[i + 1] += count[i];
-        for (uint64_t x : v) tmp[count[(x >> shift) & 0xFF]++] = x;
+        for (T x : v) tmp[count[(x >> shift) & 0xFF]++] = x;
         v.swap(tmp);
     }
 }
@@ -441,7 +433,7 @@ public:
             for (unsigned s = 0; s < 4; ++s)
                 if (b.tag[s]) units.push_back(b.unit[s]);
         for (const auto& e : stash_) units.push_back(e.second / 8);
-        radix_sort_u64(units, 4);
+        radix_sort(units, 4);
         for (uint64_t& u : units) u *= 8;
         return units;
     }
@@ -532,66 +524,26 @@ public:
         if (error) std::rethrow_exception(error);
     }
 
-    // ---- the index snapshot (path + ".idx") ----
-    // 0 magic "CUCKOOIX" | 8 u32 version 1 | 12 u32 tag bits | 16 u64 log id | 24 u64 log end
-    // | 32 u64 bucket count | 40 u64 table entries | 48 u64 stash entries | 56 u64 live bytes
-    // | 64 u64 XXH3 of the log's 64 bytes before its end | 72 u64 XXH3 of the body
-    // | 80 u32 checksum of [0, 80) | 84..96 zero; body: buckets (4 x u16 tag, 4 x u32 unit),
-    // then stash entries (u64 hash, u64 offset). A snapshot is a cache: any mismatch and the
-    // index is rebuilt from the log instead.
+    // Writes the index snapshot (path + ".idx", cuckoo/store_snapshot.hpp) of the synced log.
     void write_snapshot() {
         require_writable();
         require_no_batch("snapshot()");
         if (snapshot_path_.empty()) return;
         log_.sync();
-        const uint64_t body = buckets_.size() * sizeof(StoreBucket) + stash_.size() * 16;
-        std::vector<unsigned char> out(kSnapshotHeader + body);
-        unsigned char* p = out.data() + kSnapshotHeader;
-        for (const StoreBucket& b : buckets_) {
-            for (unsigned s = 0; s < 4; ++s) {
-                p[2 * s] = static_cast<unsigned char>(b.tag[s]);
-                p[2 * s + 1] = static_cast<unsigned char>(b.tag[s] >> 8);
-                store_format::put32(p + 8 + 4 * s, b.unit[s]);
-            }
-            p += sizeof(StoreBucket);
-        }
-        for (const auto& e : stash_) {
-            store_le64(p, e.first);
-            store_le64(p + 8, e.second);
-            p += 16;
-        }
-        unsigned char* hd = out.data();
-        std::memcpy(hd, "CUCKOOIX", 8);
-        store_format::put32(hd + 8, 1);
-        store_format::put32(hd + 12, log_.header().tag_bits);
-        store_le64(hd + 16, log_.header().log_id);
-        store_le64(hd + 24, log_.end());
-        store_le64(hd + 32, buckets_.size());
-        store_le64(hd + 40, count_);
-        store_le64(hd + 48, stash_.size());
-        store_le64(hd + 56, live_bytes_);
-        store_le64(hd + 64, tail_check(log_.end()));
-        store_le64(hd + 72, xxh3_64(out.data() + kSnapshotHeader, body, 0));
-        store_format::put32(hd + 80, store_format::checksum32(hd, 80, 0));
-        const std::string tmp = snapshot_path_ + ".tmp";
-        ::unlink(tmp.c_str());  // a new file, never whatever sits there (a FIFO would block the open)
-        const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-        if (fd < 0) throw_errno("cannot write " + tmp);
-        if (!pwrite_all(fd, out.data(), out.size(), 0)) {
-            const int e = errno;
-            ::close(fd);
-            ::unlink(tmp.c_str());
-            errno = e;
-            throw_errno("cannot write " + tmp);
-        }
-        ::fsync(fd);  // (a snapshot lost to a crash is only a cache: its checksums refuse it)
-        ::close(fd);
-        if (::rename(tmp.c_str(), snapshot_path_.c_str()) != 0) throw_errno("cannot write " + snapshot_path_);
+        SnapshotHeader h;
+        h.tag_bits = log_.header().tag_bits;
+        h.log_id = log_.header().log_id;
+        h.log_end = log_.end();
+        h.bucket_count = buckets_.size();
+        h.entries = count_;
+        h.stash = stash_.size();
+        h.live_bytes = live_bytes_;
+        h.tail_check = tail_check(log_.end());
+        store_snapshot::write_file(snapshot_path_, store_snapshot::encode(h, buckets_, stash_));
         log_.sync_directory();
     }
 
 private:
-    static constexpr uint64_t kSnapshotHeader = 96;
     static constexpr uint64_t kReleaseWindow = uint64_t(4) << 20;
 
     explicit Store(const Options& o)
@@ -639,7 +591,7 @@ private:
     static void radix_sort_u64_by_high(std::vector<uint64_t>& v) {
         // Sort by the high 32 bits: swap halves, sort 4 bytes, swap back.
         for (uint64_t& x : v) x = (x >> 32) | (x << 32);
-        radix_sort_u64(v, 4);
+        radix_sort(v, 4);
         for (uint64_t& x : v) x = (x >> 32) | (x << 32);
     }
 
@@ -941,7 +893,7 @@ private:
             for (const StoreBucket& b : buckets_)
                 for (unsigned s = 0; s < 4; ++s)
                     if (b.tag[s]) units.push_back(b.unit[s]);
-            radix_sort_u32(units);
+            radix_sort(units);
         }
         std::vector<StoreBucket> old_buckets = new_table(target);
         old_buckets.swap(buckets_);
@@ -1004,17 +956,6 @@ private:
         node.key() = h;
         node.mapped() = offset;
         stash_.insert(std::move(node));
-    }
-
-    static void radix_sort_u32(std::vector<uint32_t>& v) {
-        std::vector<uint32_t> tmp(v.size());
-        for (unsigned shift = 0; shift < 32; shift += 8) {
-            size_t count[257] = {0};
-            for (uint32_t x : v) ++count[((x >> shift) & 0xFF) + 1];
-            for (int i = 0; i < 256; ++i) count[i + 1] += count[i];
-            for (uint32_t x : v) tmp[count[(x >> shift) & 0xFF]++] = x;
-            v.swap(tmp);
-        }
     }
 
     // Places the records whose units next_units(out, max) lists in ascending order into the
@@ -1115,69 +1056,36 @@ private:
         }
     }
 
+    // Loads the index from the snapshot if it matches the log (its identity, its end and the
+    // bytes before it) and every entry points inside the log it covers; else leaves why in
+    // stats_.snapshot_note. `log_end`: where replaying the log resumes.
     bool read_snapshot(uint64_t& log_end) {
-        // O_NONBLOCK: a FIFO at PATH.idx must not block the open (it is refused below).
-        const int fd = ::open(snapshot_path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-        if (fd < 0) {
-            stats_.snapshot_note = "no snapshot";
-            return false;
-        }
         std::vector<unsigned char> data;
-        {
-            struct stat st;
-            if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < static_cast<off_t>(kSnapshotHeader)) {
-                ::close(fd);
-                stats_.snapshot_note = "snapshot too short or not a regular file";
-                return false;
-            }
-            // The header first: its sizes must match the file's, and the table fit in memory,
-            // before the body is read (a sparse 1 TiB file must not be read or allocated).
-            unsigned char hd[kSnapshotHeader];
-            if (::pread(fd, hd, sizeof hd, 0) != static_cast<ssize_t>(sizeof hd) || !snapshot_sizes_fit(hd, st.st_size)) {
-                ::close(fd);
-                return false;
-            }
-            fault::before_allocation();
-            data.resize(static_cast<size_t>(st.st_size));
-            size_t done = 0;
-            while (done < data.size()) {
-                const ssize_t r = ::read(fd, data.data() + done, data.size() - done);
-                if (r <= 0) break;
-                done += static_cast<size_t>(r);
-            }
-            ::close(fd);
-            if (done != data.size()) {
-                stats_.snapshot_note = "snapshot unreadable";
-                return false;
-            }
-        }
-        const unsigned char* hd = data.data();
+        if (!store_snapshot::read_file(snapshot_path_, data, stats_.snapshot_note,
+                                       [&](const unsigned char* hd, off_t size) { return snapshot_sizes_fit(hd, size); }))
+            return false;
         auto reject = [&](const char* why) {
             stats_.snapshot_note = why;
             return false;
         };
-        if (std::memcmp(hd, "CUCKOOIX", 8) != 0 || load_le32(hd + 80) != store_format::checksum32(hd, 80, 0) ||
-            load_le32(hd + 8) != 1)
-            return reject("snapshot header corrupt");
-        if (load_le32(hd + 12) != log_.header().tag_bits || load_le64(hd + 16) != log_.header().log_id)
+        SnapshotHeader h;
+        if (!store_snapshot::decode_header(data, h)) return reject("snapshot header corrupt");
+        if (h.tag_bits != log_.header().tag_bits || h.log_id != log_.header().log_id)
             return reject("snapshot of another log");
-        const uint64_t end = load_le64(hd + 24), buckets = load_le64(hd + 32), entries = load_le64(hd + 40),
-                       stash = load_le64(hd + 48), live_bytes = load_le64(hd + 56);
-        if (end < store_format::kHeaderSize || end > log_.file_end() || end % 8 != 0 || tail_check(end) != load_le64(hd + 64))
+        const uint64_t end = h.log_end;
+        if (end < store_format::kHeaderSize || end > log_.file_end() || end % 8 != 0 || tail_check(end) != h.tail_check)
             return reject("snapshot does not match the log");
-        if (buckets == 0 || buckets % kBlockBuckets != 0 || buckets > kMaxBucketCountStore || stash > data.size() / 16 ||
-            data.size() != kSnapshotHeader + buckets * sizeof(StoreBucket) + stash * 16)
+        if (h.bucket_count == 0 || h.bucket_count % kBlockBuckets != 0 || h.bucket_count > kMaxBucketCountStore ||
+            !store_snapshot::sizes_match(data, h))
             return reject("snapshot sizes inconsistent");
-        const uint64_t body = data.size() - kSnapshotHeader;
-        if (xxh3_64(hd + kSnapshotHeader, body, 0) != load_le64(hd + 72)) return reject("snapshot checksum mismatch");
-        resize_index(buckets);
-        const unsigned char* p = hd + kSnapshotHeader;
+        if (!store_snapshot::body_intact(data)) return reject("snapshot checksum mismatch");
+        resize_index(h.bucket_count);
+        const unsigned char* p = data.data() + store_snapshot::kHeaderSize;
         uint64_t counted = 0;
         const uint64_t max_tag = (uint64_t(1) << log_.header().tag_bits) - 1;
         for (StoreBucket& b : buckets_) {
+            b = store_snapshot::get_bucket(p);
             for (unsigned s = 0; s < 4; ++s) {
-                b.tag[s] = static_cast<uint16_t>(p[2 * s] | (p[2 * s + 1] << 8));
-                b.unit[s] = load_le32(p + 8 + 4 * s);
                 if (b.tag[s]) {
                     ++counted;
                     // Offsets inside the covered log: a wrong one would only give a wrong record,
@@ -1189,14 +1097,14 @@ private:
                     }
                 }
             }
-            p += sizeof(StoreBucket);
+            p += store_snapshot::kBucketBytes;
         }
-        if (counted != entries) {
+        if (counted != h.entries) {
             resize_index(64);
             return reject("snapshot entry count mismatch");
         }
         count_ = counted;
-        for (uint64_t e = 0; e < stash; ++e, p += 16) {
+        for (uint64_t e = 0; e < h.stash; ++e, p += store_snapshot::kStashEntryBytes) {
             const uint64_t off = load_le64(p + 8);
             if (off < store_format::kHeaderSize || off >= end || off % 8 != 0) {
                 resize_index(64);
@@ -1205,7 +1113,7 @@ private:
             }
             stash_insert(load_le64(p), off);
         }
-        live_bytes_ = live_bytes;
+        live_bytes_ = h.live_bytes;
         log_end = end;
         return true;
     }
@@ -1217,15 +1125,14 @@ private:
             stats_.snapshot_note = why;
             return false;
         };
-        if (std::memcmp(hd, "CUCKOOIX", 8) != 0 || load_le32(hd + 80) != store_format::checksum32(hd, 80, 0))
-            return reject("snapshot header corrupt");
-        const uint64_t end = load_le64(hd + 24), buckets = load_le64(hd + 32), entries = load_le64(hd + 40),
-                       stash = load_le64(hd + 48);
-        if (end < store_format::kHeaderSize) return reject("snapshot sizes inconsistent");
-        const uint64_t records = (end - store_format::kHeaderSize) / store_format::record_size(0, 0);  // at most
-        if (end < store_format::kHeaderSize || end > log_.file_end() || buckets > kMaxBucketCountStore ||
-            entries > records || stash > records - entries ||
-            static_cast<uint64_t>(file_size) != kSnapshotHeader + buckets * sizeof(StoreBucket) + stash * 16)
+        SnapshotHeader h;
+        if (!store_snapshot::decode_header(hd, h)) return reject("snapshot header corrupt");
+        if (h.log_end < store_format::kHeaderSize) return reject("snapshot sizes inconsistent");
+        const uint64_t records = (h.log_end - store_format::kHeaderSize) / store_format::record_size(0, 0);  // at most
+        if (h.log_end > log_.file_end() || h.bucket_count > kMaxBucketCountStore || h.entries > records ||
+            h.stash > records - h.entries ||
+            static_cast<uint64_t>(file_size) != store_snapshot::kHeaderSize + h.bucket_count * store_snapshot::kBucketBytes +
+                                                    h.stash * store_snapshot::kStashEntryBytes)
             return reject("snapshot sizes inconsistent");
         if (!memory_available_for(2 * static_cast<uint64_t>(file_size)))  // the file's bytes and the table
             return reject("snapshot too large for the memory available");

@@ -48,24 +48,11 @@
 #include <system_error>
 #include <vector>
 
+#include "cuckoo/errors.hpp"  // FormatError, StoreLockedError, StoreForkedError
 #include "cuckoo/fault.hpp"
-#include "cuckoo/format.hpp"  // FormatError
 #include "cuckoo/hash.hpp"
 
 namespace cuckoo {
-
-// A second writer, or a write to a store opened read-only.
-class StoreLockedError : public std::runtime_error {
-public:
-    using std::runtime_error::runtime_error;
-};
-
-// A write (or sync, or snapshot) through a store that a parent process opened before fork():
-// the child's buffered records and appends would overwrite the parent's.
-class StoreForkedError : public std::runtime_error {
-public:
-    using std::runtime_error::runtime_error;
-};
 
 // How many fork()s this process descends from since the library was loaded: a child handler of
 // pthread_atfork bumps it, so a store compares it with its value at open (one load, no system
