@@ -261,8 +261,6 @@ PyFilter* filter_of(PyObject* self) {
 }
 
 void register_filter(py::module_& m) {
-    main_thread_ident = py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
-
     using cuckoo::Filter;
     // The argument table is an RST literal block ("::" and indented), so that help() and the Sphinx
     // site (docs/, warnings as errors) show the same text.

@@ -5,11 +5,13 @@
 #include <stdexcept>
 
 #include "cuckoo/cpu.hpp"
+#include "cuckoo/errors.hpp"
 #include "cuckoo/fault.hpp"
-#include "cuckoo/filter.hpp"
-#include "cuckoo/format.hpp"
 #include "errors.hpp"
 #include "filter_binding.hpp"
+#include "keys.hpp"
+#include "shared.hpp"
+#include "store_binding.hpp"
 
 namespace cuckoo_py {
 
@@ -87,7 +89,9 @@ void register_cpu_level(py::module_& m) {
 
 PYBIND11_MODULE(_core, m) {
     m.doc() = "Compiled core of cuckoo: see the cuckoo package.";
+    cuckoo_py::init_signal_check();
     cuckoo_py::register_errors(m);
+    cuckoo_py::register_keys(m);
     cuckoo_py::register_filter(m);
     cuckoo_py::register_store(m);
     // Tests only (tests/test_faults.py): the n-th allocation of a table, an index or a log

@@ -1,20 +1,20 @@
-// cuckoo._core._Store: key conversion, locking and GIL handling around cuckoo::Store (the exact
-// store, cpp/include/cuckoo/store.hpp). The Python class cuckoo.Store (python/cuckoo/store.py)
-// wraps it as a MutableMapping. No algorithm lives here.
+// cuckoo._core._Store: locking and GIL handling around cuckoo::Store (the exact store,
+// cpp/include/cuckoo/store.hpp); keys and values become byte spans in keys.hpp, and the lock
+// guards, the caster and the interrupt check are those of shared.hpp. The Python class
+// cuckoo.Store (python/cuckoo/store.py) wraps it as a MutableMapping. No algorithm lives here.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
-#include <atomic>
+#include <algorithm>
+#include <cstring>
 #include <memory>
-#include <mutex>
-#include <shared_mutex>
 #include <string>
 #include <system_error>
-#include <type_traits>
 #include <vector>
 
 #include "errors.hpp"
-#include "filter_binding.hpp"  // register_store, ReadLock / WriteLock
+#include "shared.hpp"
+#include "store_binding.hpp"
 
 namespace cuckoo_py {
 namespace {
@@ -71,13 +71,9 @@ namespace {
 // stay small next to the index.
 constexpr uint64_t kChunkKeys = uint64_t(1) << 18;
 
-struct PyStore {
+// Readers share the lock (Guarded), writers hold it alone.
+struct PyStore : Guarded {
     std::unique_ptr<cuckoo::Store> core;  // null once closed
-    // Readers share the lock, writers hold it alone (see filter_binding.hpp).
-    mutable std::shared_mutex mutex;
-    mutable std::mutex writer_gate;
-    mutable std::atomic<int> waiting_writers{0};
-    mutable std::atomic<int> lock_holders{0};
 
     cuckoo::Store& open() const {
         if (!core) throw py::value_error("I/O operation on a closed store");
@@ -89,7 +85,7 @@ struct PyStore {
 }  // namespace cuckoo_py
 
 // _Store.__new__(_Store) must not crash either: every _Store argument is loaded through the caster
-// that refuses an object whose C++ value was never built (filter_binding.hpp).
+// that refuses an object whose C++ value was never built (shared.hpp).
 namespace pybind11 {
 namespace detail {
 template <>
@@ -100,195 +96,35 @@ class type_caster<cuckoo_py::PyStore> : public cuckoo_py::BuiltOnlyCaster<cuckoo
 namespace cuckoo_py {
 namespace {
 
-// ---- keys and values as spans ----
-
-// The byte spans (and hashes) of keys [start, start + n) of a batch. Int keys are their 8-byte
-// little-endian words, 'S' items their bytes before the NUL padding, 'U' items their UTF-8.
-struct Chunk {
-    std::vector<cuckoo::KeySpan> spans;
-    std::vector<uint64_t> hashes;
-    std::vector<unsigned char> words;  // int keys' bytes, or 'U' keys' UTF-8
-};
-
-template <class T, class = void>
-struct has_value : std::false_type {};
-template <class T>
-struct has_value<T, std::void_t<decltype(std::declval<const T&>().value(0))>> : std::true_type {};
-
-void fill_spans(const KeyBatch& b, uint64_t start, uint64_t n, Chunk& c) {
-    c.spans.resize(n);
-    switch (b.kind) {
-        case BufferKind::Int: {
-            c.words.resize(n * 8);
-            with_hasher(cuckoo::KeyHasher{0, cuckoo::HashAlgorithm::xxh3}, b, [&](auto keys) {
-                if constexpr (has_value<decltype(keys)>::value) {
-                    for (uint64_t j = 0; j < n; ++j) cuckoo::store_le64(&c.words[8 * j], keys.value(start + j));
-                }
-                return 0;
-            });
-            for (uint64_t j = 0; j < n; ++j) c.spans[j] = {&c.words[8 * j], 8};
-            return;
-        }
-        case BufferKind::Bytes:
-            for (uint64_t j = 0; j < n; ++j) {
-                const unsigned char* p = b.data + static_cast<Py_ssize_t>(start + j) * b.stride;
-                c.spans[j] = {p, cuckoo::unpadded_size(p, static_cast<size_t>(b.itemsize))};
-            }
-            return;
-        case BufferKind::Unicode: {
-            const Py_ssize_t chars = b.itemsize / 4;
-            std::vector<uint64_t> at(n + 1, 0);
-            c.words.clear();
-            for (uint64_t j = 0; j < n; ++j) {
-                const unsigned char* p = b.data + static_cast<Py_ssize_t>(start + j) * b.stride;
-                auto cp = [&](Py_ssize_t i) {
-                    uint32_t v;
-                    std::memcpy(&v, p + 4 * i, 4);
-                    return b.swap_bytes ? byteswap_value(v) : v;
-                };
-                Py_ssize_t len = chars;
-                while (len > 0 && cp(len - 1) == 0) --len;
-                const size_t base = c.words.size();
-                c.words.resize(base + static_cast<size_t>(len) * 4);
-                size_t w = 0;
-                for (Py_ssize_t i = 0; i < len; ++i) w += encode_utf8(cp(i), &c.words[base + w]);
-                c.words.resize(base + w);
-                at[j + 1] = c.words.size();
-            }
-            for (uint64_t j = 0; j < n; ++j) c.spans[j] = {c.words.data() + at[j], at[j + 1] - at[j]};
-            return;
-        }
-        case BufferKind::VarBinary:
-            for (uint64_t j = 0; j < n; ++j) {
-                const uint64_t k = start + j;
-                int64_t lo, hi;
-                if (b.offset_width == 4) {
-                    lo = offset_at<int32_t>(b.var_offsets, k);
-                    hi = offset_at<int32_t>(b.var_offsets, k + 1);
-                } else {
-                    lo = offset_at<int64_t>(b.var_offsets, k);
-                    hi = offset_at<int64_t>(b.var_offsets, k + 1);
-                }
-                c.spans[j] = {b.var_data + lo, static_cast<uint64_t>(hi - lo)};
-            }
-            return;
-        case BufferKind::Hashes:
-        default:
-            throw std::logic_error("a store batch must carry its keys' bytes");
-    }
-}
-
-void fill_chunk(const cuckoo::KeyHasher& hs, const KeyBatch& b, uint64_t start, uint64_t n, Chunk& c) {
-    fill_spans(b, start, n, c);
-    c.hashes.resize(n);
-    for (uint64_t j = 0; j < n; ++j) c.hashes[j] = hs.hash_key(c.spans[j].data, c.spans[j].len);
-}
+// ---- keys and values as spans (keys.hpp) ----
 
 std::vector<KeyBatch> store_batches(const PyStore& self, const py::handle& keys) {
     return make_batches(self.open().hasher(), keys, KeyForm::Bytes);
 }
 
-uint64_t total_size(const std::vector<KeyBatch>& batches) {
-    uint64_t n = 0;
-    for (const auto& b : batches) n += b.size;
-    return n;
-}
-
-// Runs fn(chunk, position of its first key) over every chunk of every batch, without the GIL
-// (the caller holds the store's lock). Between chunks the GIL is taken back to run signal
-// handlers: a Ctrl-C stops the call after the chunk it finished (and a writing call's
+// Runs fn(spans, position of its first key, count) over every chunk of every batch, without the
+// GIL (the caller holds the store's lock). Between chunks the interrupt check (shared.hpp) runs
+// the signal handlers: a Ctrl-C stops the call after the chunk it finished (and a writing call's
 // Store::atomically() then undoes the chunks done).
 template <class Fn>
 void for_each_chunk(const cuckoo::KeyHasher& hs, const std::vector<KeyBatch>& batches, Fn&& fn) {
-    Chunk c;
+    KeySpans c;
     uint64_t pos = 0;
-    bool interrupted = false;
+    SignalCheck stop(1);
     {
         py::gil_scoped_release nogil;
         for (const KeyBatch& b : batches) {
-            for (uint64_t start = 0; start < b.size && !interrupted; start += kChunkKeys) {
+            for (uint64_t start = 0; start < b.size && !stop.interrupted(); start += kChunkKeys) {
                 const uint64_t n = std::min(kChunkKeys, b.size - start);
-                fill_chunk(hs, b, start, n, c);
+                fill_spans_and_hashes(hs, b, start, n, c);
                 fn(c, pos, n);
                 pos += n;
-                py::gil_scoped_acquire gil;
-                interrupted = PyErr_CheckSignals() != 0;
+                stop();
             }
-            if (interrupted) break;
+            if (stop.interrupted()) break;
         }
     }
-    if (interrupted) throw py::error_already_set();
-}
-
-// Values of put_many: each value's bytes, as one flat array of spans (values are copied into
-// `arena` when they are not bytes in a buffer already).
-struct Values {
-    std::vector<KeyBatch> batches;
-    std::vector<cuckoo::KeySpan> spans;
-    std::vector<unsigned char> arena;
-};
-
-// One rule for values, put() and put_many() alike: bytes (bytearray, memoryview) or str; never
-// an int (its 8-byte word would be stored silently) or None.
-bool is_value_object(PyObject* v) {
-    return PyBytes_Check(v) || PyUnicode_Check(v) || PyByteArray_Check(v) || PyMemoryView_Check(v);
-}
-[[noreturn]] void refuse_value(PyObject* v, const std::string& where) {
-    throw py::type_error("store values must be bytes or str, not " + type_name(v) + where);
-}
-
-// The values of put_many, checked by that rule: items of a list, tuple or other iterable one by
-// one (an iterable is read into a list first), arrays by their kind (an integer array refused).
-py::object checked_values(const py::handle& values) {
-    PyObject* o = values.ptr();
-    py::object seq = py::reinterpret_borrow<py::object>(values);
-    const bool columnar = PyObject_CheckBuffer(o) || PyObject_HasAttrString(o, "__arrow_c_array__") ||
-                          PyObject_HasAttrString(o, "__arrow_c_stream__") || PyObject_HasAttrString(o, "dtype");
-    if (!columnar && !PyList_Check(o) && !PyTuple_Check(o) && !is_value_object(o)) {
-        seq = py::reinterpret_steal<py::object>(PySequence_List(o));
-        if (!seq) {
-            if (!PyErr_ExceptionMatches(PyExc_TypeError)) throw py::error_already_set();
-            PyErr_Clear();
-            throw py::type_error("put_many values must be a sequence or array of bytes or str, not " + type_name(o));
-        }
-    }
-    if (PyList_Check(seq.ptr()) || PyTuple_Check(seq.ptr())) {
-        const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq.ptr());
-        for (Py_ssize_t k = 0; k < n; ++k) {
-            PyObject* item = PySequence_Fast_GET_ITEM(seq.ptr(), k);
-            if (!item || !is_value_object(item))
-                refuse_value(item ? item : Py_None, " (put_many value " + std::to_string(k) + ")");
-        }
-    }
-    return seq;
-}
-
-void collect_values(const PyStore& self, const py::handle& values, uint64_t expected, Values& v) {
-    v.batches = make_batches(self.open().hasher(), values, KeyForm::Bytes);
-    for (const KeyBatch& b : v.batches)
-        if (b.kind == BufferKind::Int)
-            throw py::type_error("store values must be bytes or str, not integers (put_many values)");
-    if (total_size(v.batches) != expected)
-        throw py::value_error("put_many: " + std::to_string(expected) + " keys but " +
-                              std::to_string(total_size(v.batches)) + " values");
-    v.spans.reserve(expected);
-    Chunk c;
-    std::vector<std::pair<uint64_t, uint64_t>> in_arena;  // (span index, arena offset) to fix up
-    for (const KeyBatch& b : v.batches) {
-        for (uint64_t start = 0; start < b.size; start += kChunkKeys) {
-            const uint64_t n = std::min(kChunkKeys, b.size - start);
-            fill_spans(b, start, n, c);
-            const bool copied = b.kind == BufferKind::Int || b.kind == BufferKind::Unicode;
-            for (uint64_t j = 0; j < n; ++j) {
-                if (copied) {
-                    in_arena.push_back({v.spans.size(), v.arena.size()});
-                    v.arena.insert(v.arena.end(), c.spans[j].data, c.spans[j].data + c.spans[j].len);
-                }
-                v.spans.push_back(c.spans[j]);
-            }
-        }
-    }
-    for (const auto& e : in_arena) v.spans[e.first].data = v.arena.data() + e.second;
+    stop.raise_if_interrupted();
 }
 
 // ---- scalar calls ----
@@ -314,13 +150,6 @@ py::object store_get(const PyStore& self, const py::handle& key) {
     }
     if (!found) return py::none();
     return py::bytes(value);
-}
-
-// Values are bytes; str is stored as its UTF-8 (like keys); nothing else.
-void value_bytes(const py::handle& value, KeyBytes& out) {
-    PyObject* v = value.ptr();
-    if (!is_value_object(v)) refuse_value(v, "");
-    if (!key_bytes_of_object(v, out)) throw py::error_already_set();
 }
 
 // ---- registration ----
@@ -358,14 +187,9 @@ cuckoo::Store::Options options(bool readonly, uint64_t seed, unsigned tag_bits, 
     return o;
 }
 
-template <class Out>
-py::array_t<Out> new_array(uint64_t n) {
-    return py::array_t<Out>(static_cast<py::ssize_t>(n));
-}
-
 // add_unique_many / put_many / discard_many: the chunk loop under the write lock.
 py::array_t<bool> apply_many(PyStore& self, cuckoo::Store::Op op, const std::vector<KeyBatch>& batches,
-                             const Values* values) {
+                             const ValueSpans* values) {
     const uint64_t total = total_size(batches);
     py::array_t<bool> out = new_array<bool>(total);
     bool* dst = out.mutable_data();
@@ -375,7 +199,7 @@ py::array_t<bool> apply_many(PyStore& self, cuckoo::Store::Op op, const std::vec
     s.atomically([&] {
         // Safe without the GIL: the loop reads only buffers that `batches` and `values` hold
         // exported, the store (write lock held), and writes `out`.
-        for_each_chunk(s.hasher(), batches, [&](const Chunk& c, uint64_t pos, uint64_t n) {
+        for_each_chunk(s.hasher(), batches, [&](const KeySpans& c, uint64_t pos, uint64_t n) {
             uint64_t done = 0;
             s.apply_chunk(op, n, c.spans.data(), c.hashes.data(), values ? values->spans.data() + pos : nullptr,
                           dst + pos, done);
@@ -461,7 +285,7 @@ void register_store(py::module_& m) {
         ReadLock lock(self);
         cuckoo::Store& s = self.open();
         std::vector<uint64_t> offs;
-        for_each_chunk(s.hasher(), batches, [&](const Chunk& c, uint64_t pos, uint64_t n) {
+        for_each_chunk(s.hasher(), batches, [&](const KeySpans& c, uint64_t pos, uint64_t n) {
             offs.resize(n);
             s.locate_chunk(n, c.spans.data(), c.hashes.data(), offs.data());
             for (uint64_t j = 0; j < n; ++j) dst[pos + j] = offs[j] != cuckoo::Store::kNone;
@@ -482,7 +306,7 @@ void register_store(py::module_& m) {
             cuckoo::Store& s = self.open();
             std::vector<uint64_t> offs, at, len;
             std::vector<unsigned char> arena;
-            for_each_chunk(s.hasher(), batches, [&](const Chunk& c, uint64_t pos, uint64_t n) {
+            for_each_chunk(s.hasher(), batches, [&](const KeySpans& c, uint64_t pos, uint64_t n) {
                 offs.resize(n);
                 at.assign(n, 0);
                 len.assign(n, 0);
@@ -530,9 +354,8 @@ void register_store(py::module_& m) {
         [](PyStore& self, const py::handle& keys, const py::handle& values) {
             const std::vector<KeyBatch> batches = store_batches(self, keys);  // once: keys may be an iterator
             if (values.is_none()) return apply_many(self, cuckoo::Store::Op::Put, batches, nullptr);
-            const py::object checked = checked_values(values);  // (kept alive: v borrows from it)
-            Values v;
-            collect_values(self, checked, total_size(batches), v);
+            ValueSpans v;
+            collect_values(self.open().hasher(), values, total_size(batches), v);
             return apply_many(self, cuckoo::Store::Op::Put, batches, &v);
         },
         py::arg("keys"), py::arg("values") = py::none());
@@ -561,20 +384,27 @@ void register_store(py::module_& m) {
         WriteLock lock(self);
         cuckoo::Store& s = self.open();
         const cuckoo::KeyHasher hs = s.hasher();
-        py::gil_scoped_release nogil;  // reads data/starts/lengths (held by the caller), writes out
-        Chunk c;
+        SignalCheck stop(1);  // between chunks, as for_each_chunk
+        // All chunks or none: an error or an interrupt between chunks undoes the call.
         s.atomically([&] {
-            for (uint64_t pos = 0; pos < n; pos += kChunkKeys) {
-                const uint64_t m = std::min(kChunkKeys, n - pos);
-                c.spans.resize(m);
-                c.hashes.resize(m);
-                for (uint64_t j = 0; j < m; ++j) {
-                    c.spans[j] = {base + st[pos + j], static_cast<uint64_t>(ln[pos + j])};
-                    c.hashes[j] = hs.hash_key(c.spans[j].data, c.spans[j].len);
+            {
+                py::gil_scoped_release nogil;  // reads data/starts/lengths (held by the caller), writes out
+                KeySpans c;
+                for (uint64_t pos = 0; pos < n && !stop.interrupted(); pos += kChunkKeys) {
+                    const uint64_t m = std::min(kChunkKeys, n - pos);
+                    c.spans.resize(m);
+                    c.hashes.resize(m);
+                    for (uint64_t j = 0; j < m; ++j) {
+                        c.spans[j] = {base + st[pos + j], static_cast<uint64_t>(ln[pos + j])};
+                        c.hashes[j] = hs.hash_key(c.spans[j].data, c.spans[j].len);
+                    }
+                    uint64_t done = 0;
+                    s.apply_chunk(cuckoo::Store::Op::AddUnique, m, c.spans.data(), c.hashes.data(), nullptr, dst + pos,
+                                  done);
+                    stop();
                 }
-                uint64_t done = 0;
-                s.apply_chunk(cuckoo::Store::Op::AddUnique, m, c.spans.data(), c.hashes.data(), nullptr, dst + pos, done);
             }
+            stop.raise_if_interrupted();
         });
         return out;
     }, py::arg("data"), py::arg("starts"), py::arg("lengths"));

@@ -41,7 +41,7 @@ except ImportError as exc:  # pragma: no cover - only on a broken install
         "with `pip install .` (a plain checkout on sys.path has no compiled extension)."
     ) from exc
 
-from . import _core, _display, _lifecycle, _persist
+from . import _core, _display, _inputs, _lifecycle, _persist
 from .store import RecoveryWarning, Store
 
 
@@ -59,6 +59,9 @@ def _check_cpu_request() -> None:
 
 
 _check_cpu_request()
+
+# The core reads pandas and pyarrow inputs through this adapter; it never imports the package.
+_core._set_input_adapter(_inputs.batch_parts)
 _lifecycle.install(Filter)
 _display.install(Filter)
 _persist.install(Filter)

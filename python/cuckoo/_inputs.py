@@ -1,16 +1,19 @@
-"""Turns columnar inputs (Arrow arrays, chunked arrays, pandas Series and Index) into zero-copy
-parts the compiled core can read without the GIL.
+"""The input adapter that the package hands to the compiled core when it loads
+(``_core._set_input_adapter(batch_parts)`` in ``__init__.py``): the core never imports this module.
 
-``batch_parts(obj)`` returns ``None`` for anything it does not recognise (the caller then iterates
-the object as Python keys), else a list of parts, each either a NumPy array (integers, ``S``,
-``U``, objects) or a tuple ``(offsets, data)`` of NumPy views of an Arrow variable-width column.
-It raises TypeError for a column whose type is not a key type (floats, booleans, dates, ...) and
-for containers that are not one column (DataFrame, Table), and ValueError for nulls: the caller
-converts every part before changing anything, so the filter stays unchanged.
+``batch_parts(obj)`` is called for a bulk input that is neither a list, a tuple nor a buffer. It
+returns ``None`` for anything it does not recognise (the core then reads the object as an Arrow
+producer through ``__arrow_c_stream__`` / ``__arrow_c_array__``, or iterates it as Python keys),
+else a list of parts, each a NumPy array (integers, ``S``, ``U``, objects), an Arrow producer, or
+a tuple ``(offsets, data)`` of NumPy views of an Arrow variable-width column.
 
-Other Arrow producers (Polars, DuckDB, nanoarrow, arro3, ...: anything with ``__arrow_c_stream__``
-or ``__arrow_c_array__``) get ``None`` here and are read by the binding through the Arrow C data
-interface (src/keys.cpp), without pyarrow, under the same rules for nulls and non-key types.
+pyarrow arrays are handed back whole: the core reads them through ``__arrow_c_stream__``, without
+pyarrow, under the one set of Arrow rules for nulls and non-key types (src/keys_arrow.cpp). This
+module only refuses the pyarrow containers that are not one column (tables, record batches,
+struct arrays), and turns pandas Series and Index objects into parts. It raises TypeError for a
+column whose type is not a key type and for containers that are not one column, and ValueError for
+missing values: the caller converts every part before changing anything, so the filter stays
+unchanged.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from typing import Any, List, Optional, Tuple, Union
 
 import numpy as np
 
-Part = Union[np.ndarray, Tuple[np.ndarray, np.ndarray]]
+# A NumPy array, an (offsets, data) pair of NumPy arrays, or an Arrow producer (a pyarrow array).
+Part = Union[np.ndarray, Tuple[np.ndarray, np.ndarray], Any]
 
 _KEY_TYPES = "keys must be integers, strings or bytes"
 
@@ -31,58 +35,23 @@ def _type_module(obj: Any) -> str:
     return type(obj).__module__ or ""
 
 
-def _arrow_type_problem(t: Any) -> str:
-    import pyarrow as pa
-
-    if pa.types.is_floating(t):
-        return f"float column (Arrow type {t})"
-    if pa.types.is_boolean(t):
-        return f"boolean column (Arrow type {t})"
-    if pa.types.is_temporal(t):
-        return f"date/time column (Arrow type {t})"
-    return f"unsupported Arrow type {t}"
-
-
 def _arrow_parts(arr: Any) -> List[Part]:
+    # The core reads an Arrow column itself (its __arrow_c_stream__): zero copy for integers and
+    # offset-based strings, with the Arrow rules for nulls and types in one place.
+    return [arr]
+
+
+def _refuse_pyarrow_container(obj: Any) -> None:
     import pyarrow as pa
 
-    if isinstance(arr, pa.ChunkedArray):
-        parts: List[Part] = []
-        for chunk in arr.chunks:
-            parts.extend(_arrow_parts(chunk))
-        return parts
-    if arr.null_count:
-        raise ValueError(f"keys contain {arr.null_count} null value(s): nulls are not keys")
-    t = arr.type
-    if pa.types.is_null(t):  # no nulls counted: an empty array (pa.array([]) is of type null)
-        return []
-    if pa.types.is_dictionary(t):
-        return _arrow_parts(arr.dictionary_decode())
-    if pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t) or pa.types.is_large_binary(t):
-        wide = pa.types.is_large_string(t) or pa.types.is_large_binary(t)
-        _, offsets_buf, data_buf = arr.buffers()
-        if offsets_buf is None:  # an empty array may come without buffers
-            return [(np.zeros(len(arr) + 1, np.int64), np.zeros(0, np.uint8))]
-        offsets = np.frombuffer(offsets_buf, dtype=np.int64 if wide else np.int32)
-        offsets = offsets[arr.offset : arr.offset + len(arr) + 1]
-        data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
-        return [(offsets, data)]
-    if pa.types.is_fixed_size_binary(t):
-        # key k is data[(offset + k) * width, (offset + k + 1) * width): every byte, NULs included
-        # (Arrow's element, unlike a NumPy 'S' item, has no padding)
-        width = t.byte_width
-        data_buf = arr.buffers()[1]
-        data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
-        offsets = (np.arange(len(arr) + 1, dtype=np.int64) + arr.offset) * width
-        return [(offsets, data)]
-    if pa.types.is_integer(t):
-        return [arr.to_numpy(zero_copy_only=True)]
-    # view layouts (Arrow >= 16) store short strings inline: cast to the offsets layout (a copy)
-    if getattr(pa.types, "is_string_view", lambda _: False)(t):
-        return _arrow_parts(arr.cast(pa.large_string()))
-    if getattr(pa.types, "is_binary_view", lambda _: False)(t):
-        return _arrow_parts(arr.cast(pa.large_binary()))
-    raise TypeError(f"{_arrow_type_problem(t)} is not a batch of keys: {_KEY_TYPES}")
+    if isinstance(obj, (pa.Table, pa.RecordBatch)):
+        raise TypeError(
+            f"a pyarrow {type(obj).__name__} is not a batch of keys: pass one column, e.g. table['name']"
+        )
+    # A struct column exports the same Arrow schema as a record batch, which the core reads as
+    # its one column; a pyarrow struct array is refused as the pyarrow table is.
+    if isinstance(obj, (pa.Array, pa.ChunkedArray)) and pa.types.is_struct(obj.type):
+        raise TypeError(f"unsupported Arrow type {obj.type} is not a batch of keys: {_KEY_TYPES}")
 
 
 def _pandas_parts(obj: Any) -> Optional[List[Part]]:
@@ -122,12 +91,9 @@ def batch_parts(obj: Any) -> Optional[List[Part]]:
     if module.startswith("pyarrow"):
         import pyarrow as pa
 
+        _refuse_pyarrow_container(obj)
         if isinstance(obj, (pa.Array, pa.ChunkedArray)):
             return _arrow_parts(obj)
-        if isinstance(obj, (pa.Table, pa.RecordBatch)):
-            raise TypeError(
-                f"a pyarrow {type(obj).__name__} is not a batch of keys: pass one column, e.g. table['name']"
-            )
         return None
     if module.startswith("pandas"):
         return _pandas_parts(obj)
