@@ -323,3 +323,43 @@ def test_keyboard_interrupt_stops_bulk_calls_consistently():
     assert r["look_outcome"] == "interrupted"
     assert r["list_outcome"] == "interrupted"
     assert r["len_after"] == r["n"]  # neither later call changed the filter
+
+
+STORE_INTERRUPT_SCRIPT = textwrap.dedent(
+    """
+    import json, os, signal, threading
+    import numpy as np
+    import cuckoo
+
+    # n distinct 8-byte keys: the windows data[k : k + 8] of random bytes (8 chunks of 2^18 keys
+    # for the store; the log grows by 24 bytes a key).
+    n = 2_000_000
+    data = np.frombuffer(os.urandom(n + 8), dtype=np.uint8)
+    starts = np.arange(n, dtype=np.int64)
+    lengths = np.full(n, 8, dtype=np.int64)
+    s = cuckoo.Store()
+    timer = threading.Timer(0.1, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        s._s.add_unique_spans(data, starts, lengths)
+        outcome = "finished"
+    except KeyboardInterrupt:  # raised by the call, or by the handler right after it returned
+        outcome = "interrupted"
+    timer.join()
+    first = bytes(data[:8])
+    print(json.dumps(dict(n=n, outcome=outcome, size=len(s), first_in=first in s)))
+    """
+)
+
+
+def test_keyboard_interrupt_stops_store_add_unique_spans():
+    # The store's bulk calls check for Ctrl-C between chunks of keys; add_unique_spans (the CLI's
+    # dedup) had no check and ran to its end, adding every key (size == n) before the interrupt.
+    proc = subprocess.run(
+        [sys.executable, "-c", STORE_INTERRUPT_SCRIPT], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert r["outcome"] == "interrupted", r
+    assert 0 < r["size"] < r["n"], r  # stopped after a chunk it finished, long before the end
+    assert r["first_in"], r
