@@ -94,64 +94,88 @@ cuckoo::HashAlgorithm hash_algorithm_arg(const py::handle& v) {
     throw py::value_error("hash_algorithm must be 'xxh3' or 'xxh64', got " + py::repr(v).cast<std::string>());
 }
 
+// The arguments of Filter() that decide its shape, checked (TypeError/ValueError naming the
+// argument); fingerprint_bits 0: from fpr.
+struct ShapeArgs {
+    uint64_t capacity;
+    double fpr;
+    unsigned bucket_size;
+    unsigned fingerprint_bits;
+    bool semi_sorted;
+};
+
+ShapeArgs shape_args(const py::handle& capacity, const py::handle& fpr, const py::handle& fingerprint_bits,
+                     const py::handle& bucket_size, const py::handle& semi_sort) {
+    if (!PyBool_Check(semi_sort.ptr())) throw py::type_error(std::string("semi_sort must be a bool, not ") + type_name(semi_sort.ptr()));
+    ShapeArgs a{0, kDefaultFpr, 0, 0, semi_sort.ptr() == Py_True};
+    const long long cap = int_arg(capacity, "capacity", 0, std::numeric_limits<long long>::max());
+    if (cap <= 0) throw py::value_error("capacity must be positive, got " + std::to_string(cap));
+    a.capacity = static_cast<uint64_t>(cap);
+    a.bucket_size = static_cast<unsigned>(int_arg(bucket_size, "bucket_size", 0, 1 << 20));
+    if (!cuckoo::valid_bucket_size(a.bucket_size))
+        throw py::value_error("bucket_size must be 2, 4 or 8, got " + std::to_string(a.bucket_size));
+    if (!fingerprint_bits.is_none()) {
+        if (!fpr.is_none()) throw py::value_error("give fpr or fingerprint_bits, not both");
+        a.fingerprint_bits = static_cast<unsigned>(int_arg(fingerprint_bits, "fingerprint_bits", cuckoo::kMinFingerprintBits,
+                                                           cuckoo::kMaxFingerprintBits));
+    } else if (!fpr.is_none()) {
+        a.fpr = fpr_arg(fpr);
+    }
+    return a;
+}
+
+// The core's filter_shape (the one sizing rule) for checked arguments, its errors as ValueError.
+// `for_filter`: a capacity too large is explained for Filter() (how many keys fit at most).
+cuckoo::FilterShape shape_of(const ShapeArgs& a, bool for_filter) {
+    try {
+        return cuckoo::filter_shape(a.capacity, a.fpr, a.bucket_size, a.fingerprint_bits, a.semi_sorted);
+    } catch (const std::length_error& e) {
+        if (!for_filter) throw py::value_error(e.what());
+        throw py::value_error("capacity is too large: " + with_commas(a.capacity) + " keys, but a filter with bucket_size=" +
+                              std::to_string(a.bucket_size) + " holds at most " +
+                              with_commas(static_cast<uint64_t>(static_cast<double>(cuckoo::kMaxBucketCount) * a.bucket_size *
+                                                                cuckoo::design_load(a.bucket_size, a.semi_sorted))) +
+                              " keys (2^32 buckets); split the keys over several filters");
+    } catch (const std::invalid_argument& e) {
+        std::string what = e.what();
+        if (a.semi_sorted && what.rfind("semi_sort", 0) == 0) what += " (semi-sorted buckets hold 4 fingerprints of 4..16 bits)";
+        throw py::value_error(what);
+    }
+}
+
 PyFilter make_filter(const py::handle& capacity, const py::handle& fpr, const py::handle& fingerprint_bits,
                      const py::handle& bucket_size, const py::handle& max_kicks, const py::handle& seed,
                      const py::handle& growable, const py::handle& hash_algorithm, const py::handle& semi_sort) {
     if (!PyBool_Check(growable.ptr())) throw py::type_error(std::string("growable must be a bool, not ") + type_name(growable.ptr()));
-    if (!PyBool_Check(semi_sort.ptr())) throw py::type_error(std::string("semi_sort must be a bool, not ") + type_name(semi_sort.ptr()));
-    const bool semi = semi_sort.ptr() == Py_True;
-    const long long cap = int_arg(capacity, "capacity", 0, std::numeric_limits<long long>::max());
-    if (cap <= 0) throw py::value_error("capacity must be positive, got " + std::to_string(cap));
-    const unsigned b = static_cast<unsigned>(int_arg(bucket_size, "bucket_size", 0, 1 << 20));
-    if (!cuckoo::valid_bucket_size(b))
-        throw py::value_error("bucket_size must be 2, 4 or 8, got " + std::to_string(b));
-    unsigned f = 0;
-    double target = kDefaultFpr;
-    if (!fingerprint_bits.is_none()) {
-        if (!fpr.is_none()) throw py::value_error("give fpr or fingerprint_bits, not both");
-        f = static_cast<unsigned>(int_arg(fingerprint_bits, "fingerprint_bits", cuckoo::kMinFingerprintBits,
-                                          cuckoo::kMaxFingerprintBits));
-    } else if (!fpr.is_none()) {
-        target = fpr_arg(fpr);
-    }
+    const ShapeArgs args = shape_args(capacity, fpr, fingerprint_bits, bucket_size, semi_sort);
     const unsigned kicks = static_cast<unsigned>(int_arg(max_kicks, "max_kicks", 0, cuckoo::kMaxKicksLimit));
     const uint64_t s = seed_arg(seed);
     const cuckoo::HashAlgorithm algorithm = hash_algorithm_arg(hash_algorithm);
-    if (f == 0) {
-        try {
-            f = cuckoo::fingerprint_bits_for(target, b);
-        } catch (const std::invalid_argument& e) {
-            throw py::value_error(e.what());
-        }
-    }
-    if (semi) {
-        try {
-            cuckoo::Filter::check_params(cuckoo::kBlockBuckets, b, f, true);
-        } catch (const std::invalid_argument& e) {
-            throw py::value_error(std::string(e.what()) + " (semi-sorted buckets hold 4 fingerprints of 4..16 bits)");
-        }
-    }
-    uint64_t buckets = 0;
-    try {
-        buckets = cuckoo::bucket_count_for(static_cast<uint64_t>(cap), b, semi);
-    } catch (const std::length_error&) {
-        throw py::value_error("capacity is too large: " + with_commas(static_cast<uint64_t>(cap)) +
-                              " keys, but a filter with bucket_size=" + std::to_string(b) + " holds at most " +
-                              with_commas(static_cast<uint64_t>(static_cast<double>(cuckoo::kMaxBucketCount) * b *
-                                                                cuckoo::design_load(b, semi))) +
-                              " keys (2^32 buckets); split the keys over several filters");
-    }
-    require_memory(cuckoo::PackedTable::data_bytes_for(buckets, b, f, semi),
-                   "Filter(capacity=" + with_commas(static_cast<uint64_t>(cap)) + ", fingerprint_bits=" + std::to_string(f) + ")");
-    return PyFilter(cuckoo::StagedFilter(cuckoo::Filter::for_capacity(static_cast<uint64_t>(cap), target, f, b, kicks, s, algorithm, semi),
-                                         growable.ptr() == Py_True));
+    const cuckoo::FilterShape shape = shape_of(args, true);
+    require_memory(shape.table_bytes, "Filter(capacity=" + with_commas(args.capacity) +
+                                          ", fingerprint_bits=" + std::to_string(shape.fingerprint_bits) + ")");
+    return PyFilter(cuckoo::StagedFilter(cuckoo::Filter(shape, args.capacity, kicks, s, algorithm), growable.ptr() == Py_True));
+}
+
+// _core._filter_shape: the shape Filter() would give, for cuckoo.theory and the CLI.
+py::dict filter_shape_dict(const py::handle& capacity, const py::handle& fpr, const py::handle& fingerprint_bits,
+                           const py::handle& bucket_size, const py::handle& semi_sort) {
+    const cuckoo::FilterShape shape = shape_of(shape_args(capacity, fpr, fingerprint_bits, bucket_size, semi_sort), false);
+    py::dict d;
+    d["bucket_count"] = shape.bucket_count;
+    d["bucket_size"] = shape.bucket_size;
+    d["fingerprint_bits"] = shape.fingerprint_bits;
+    d["semi_sort"] = shape.semi_sorted;
+    d["design_load"] = shape.design_load;
+    d["table_bytes"] = shape.table_bytes;
+    return d;
 }
 
 }  // namespace
 
 // ---- failures (scalar and bulk inserts) ----
 
-// Both declared in filter_bulk.hpp.
+// Both declared in filter_binding.hpp.
 std::pair<std::string, const char*> failure_text(const cuckoo::StagedFilter& f) {
     const unsigned copies = 2 * f.first().bucket_size();
     const std::string load = "load " + percent(f.load_factor());
@@ -448,6 +472,10 @@ Keys are int (64-bit, signed or unsigned), bytes, or str (hashed as UTF-8).
 
     // For Filter.__init__ (python/cuckoo/_lifecycle.py), which must refuse to run on a built
     // filter: asking any method instead would cost a C++ exception on every construction.
+    m.def("_filter_shape", &filter_shape_dict, py::arg("capacity"), py::arg("fpr") = py::none(), py::kw_only(),
+          py::arg("fingerprint_bits") = py::none(), py::arg("bucket_size") = 4, py::arg("semi_sort") = false,
+          "The shape of Filter(capacity, fpr, ...): bucket_count, bucket_size, fingerprint_bits, semi_sort, "
+          "design_load and table_bytes (the core's one sizing rule; cuckoo.theory uses it).");
     m.def("_filter_is_built", [](const py::handle& obj) { return py::isinstance<PyFilter>(obj) && value_is_built(obj.ptr()); },
           py::arg("obj"), "Internal: whether obj is a cuckoo.Filter whose C++ filter exists.");
 }

@@ -45,7 +45,7 @@ from typing import IO, Any, Callable, Iterator, List, NoReturn, Optional, Sequen
 import numpy as np
 
 import cuckoo
-from cuckoo import Filter, FilterFullError
+from cuckoo import Filter, FilterFullError, theory
 from cuckoo._grow import growable_version
 
 EXIT_OK = 0
@@ -1223,9 +1223,12 @@ exit codes: 0 ok, 1 usage error or unreadable input, 2 a filter file that cannot
 written, 3 the filter is full (fixed --capacity too small), 4 the output cannot be written
 (e.g. no space left on the device)."""
 
+# The default dedup filter's fingerprint width, from the core's sizing rule (cuckoo.theory).
+_DEDUP_BITS = theory.fingerprint_bits(DEDUP_FPR)
+
 DEDUP_EPILOG = f"""\
 Writes each line the first time it is seen, in input order. A cuckoo filter remembers the keys
-as short fingerprints ({math.ceil(math.log2(8 / DEDUP_FPR))} bits at the default --fpr, about {math.ceil(math.log2(8 / DEDUP_FPR)) / 0.935:.0f} bits per line of capacity),
+as short fingerprints ({_DEDUP_BITS} bits at the default --fpr, about {_DEDUP_BITS / theory.design_load(4):.0f} bits per line of capacity),
 so memory stays small however long the lines are; the price is that a new line whose
 fingerprint collides with a stored one is dropped by mistake.
 

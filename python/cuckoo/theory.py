@@ -1,7 +1,8 @@
-"""Sizing formulas for cuckoo filters: pure functions, no filter needed.
+"""Sizing formulas for cuckoo filters: functions of the parameters, no filter needed.
 
-Every function here computes exactly what the compiled core does (see
-``cpp/include/cuckoo/filter.hpp``), so they can size a filter before building it::
+The sizing (fingerprint width, design load, bucket count, table bytes) is the compiled core's one
+rule, ``cuckoo::filter_shape`` in ``cpp/include/cuckoo/filter.hpp``, asked here through
+``cuckoo._core._filter_shape``, so these functions size a filter exactly as ``Filter()`` will::
 
     >>> from cuckoo import theory
     >>> theory.fingerprint_bits(0.001)          # bucket_size=4
@@ -44,7 +45,9 @@ pessimistic.
 from __future__ import annotations
 
 import math
-from typing import Dict
+from typing import Any, Dict
+
+from . import _core
 
 __all__ = [
     "MIN_FINGERPRINT_BITS",
@@ -67,14 +70,7 @@ __all__ = [
 MIN_FINGERPRINT_BITS = 4
 MAX_FINGERPRINT_BITS = 32
 BUCKET_SIZES = (2, 4, 8)
-_BLOCK_BUCKETS = 8  # bucket counts are multiples of this (the table is a sequence of 8-bucket blocks)
-_MAX_BUCKET_COUNT = 1 << 32
-
-# Mirrors cuckoo::design_load in filter.hpp.
-_DESIGN_LOAD: Dict[int, float] = {2: 0.80, 4: 0.935, 8: 0.965}
-
-# Mirrors cuckoo::kSemiSortedDesignLoad and cuckoo/semisort.hpp.
-_SEMI_SORTED_DESIGN_LOAD = 0.955
+# Mirrors cuckoo/semisort.hpp (for the error messages of the checks below).
 SEMI_SORT_MAX_FINGERPRINT_BITS = 16
 
 # Load at the first failed insert, measured (see max_load's docstring).
@@ -148,6 +144,18 @@ def _check_load(load: object) -> float:
     return x
 
 
+def _shape(capacity: int, bucket_size: int, *, fpr: float | None = None, fingerprint_bits: int | None = None,
+           semi_sort: bool = False) -> Dict[str, Any]:
+    # The core's filter_shape for checked arguments. Capacities past 2^62 need more than 2^32
+    # buckets like any capacity past ~2^35 does: they are passed as 2^62, which the core refuses
+    # as too large, instead of overflowing the binding's 64-bit argument.
+    if fingerprint_bits is None and fpr is None:
+        fingerprint_bits = MIN_FINGERPRINT_BITS
+    return _core._filter_shape(  # type: ignore[no-any-return]
+        min(capacity, 1 << 62), fpr, fingerprint_bits=fingerprint_bits, bucket_size=bucket_size, semi_sort=semi_sort
+    )
+
+
 def fingerprint_bits(fpr: float, bucket_size: int = 4) -> int:
     """Fingerprint width ``Filter(capacity, fpr)`` picks: the smallest ``f`` with ``2b / 2^f <= fpr``.
 
@@ -158,12 +166,7 @@ def fingerprint_bits(fpr: float, bucket_size: int = 4) -> int:
     """
     eps = _check_fpr(fpr)
     b = _check_bucket_size(bucket_size)
-    need = math.log2(2.0 * b / eps)
-    f = math.ceil(need - 1e-9)  # same tolerance as the core: 2b/fpr an exact power of two stays exact
-    f = max(f, MIN_FINGERPRINT_BITS)
-    if f > MAX_FINGERPRINT_BITS:
-        raise ValueError("fpr is too small: it would need more than 32 fingerprint bits")
-    return f
+    return int(_shape(1, b, fpr=eps)["fingerprint_bits"])
 
 
 def expected_fpr(fingerprint_bits: int, bucket_size: int, load: float) -> float:
@@ -233,7 +236,7 @@ def design_load(bucket_size: int, *, semi_sort: bool = False) -> float:
     large table (their eviction is the plain ``b = 4`` one): less margin.
     """
     b = _check_bucket_size(bucket_size)
-    return _SEMI_SORTED_DESIGN_LOAD if _check_semi_sort(semi_sort, b) else _DESIGN_LOAD[b]
+    return float(_shape(1, b, semi_sort=_check_semi_sort(semi_sort, b))["design_load"])
 
 
 def max_load(bucket_size: int) -> float:
@@ -260,12 +263,7 @@ def bucket_count(capacity: int, bucket_size: int = 4, *, semi_sort: bool = False
     if n <= 0:
         raise ValueError(f"capacity must be positive, got {n}")
     b = _check_bucket_size(bucket_size)
-    # Same floating-point operations as bucket_count_for in filter.hpp: float(n), b * load, ceil.
-    buckets = math.ceil(float(n) / (b * design_load(b, semi_sort=semi_sort)))
-    if buckets > _MAX_BUCKET_COUNT:
-        raise ValueError("capacity is too large: a filter holds at most 2^32 buckets")
-    m = max(buckets, _BLOCK_BUCKETS)
-    return (m + _BLOCK_BUCKETS - 1) // _BLOCK_BUCKETS * _BLOCK_BUCKETS
+    return int(_shape(n, b, semi_sort=_check_semi_sort(semi_sort, b))["bucket_count"])
 
 
 def table_bytes(capacity: int, fingerprint_bits: int, bucket_size: int = 4, *, semi_sort: bool = False) -> int:
@@ -276,10 +274,12 @@ def table_bytes(capacity: int, fingerprint_bits: int, bucket_size: int = 4, *, s
     padding, not counted in ``nbytes``.)
     """
     f = _check_fingerprint_bits(fingerprint_bits)
-    _check_semi_sort(semi_sort, _check_bucket_size(bucket_size), f)
-    m = bucket_count(capacity, bucket_size, semi_sort=semi_sort)
-    bucket_bits = 4 * f - 4 if semi_sort else int(bucket_size) * f
-    return (m * bucket_bits + 7) // 8
+    b = _check_bucket_size(bucket_size)
+    semi = _check_semi_sort(semi_sort, b, f)
+    n = _check_int(capacity, "capacity")
+    if n <= 0:
+        raise ValueError(f"capacity must be positive, got {n}")
+    return int(_shape(n, b, fingerprint_bits=f, semi_sort=semi)["table_bytes"])
 
 
 def bloom_bits_per_item(fpr: float) -> float:

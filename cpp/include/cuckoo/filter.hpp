@@ -74,6 +74,25 @@ inline uint64_t bucket_count_for(uint64_t capacity, unsigned bucket_size, bool s
     return (m + kBlockBuckets - 1) / kBlockBuckets * kBlockBuckets;
 }
 
+// The shape of a filter sized for `capacity` keys: the one sizing rule. Filter() in the binding,
+// cuckoo.theory and the CLI all take their numbers from filter_shape (Python: _core._filter_shape).
+struct FilterShape {
+    uint64_t bucket_count = 0;
+    unsigned bucket_size = 0;
+    unsigned fingerprint_bits = 0;
+    bool semi_sorted = false;
+    double design_load = 0;   // the load `capacity` keys fill it to (about)
+    uint64_t table_bytes = 0;  // bytes of its packed table (PackedTable::data_bytes_for)
+};
+
+// The filter for `capacity` keys with bucket_size slots a bucket: fingerprint_bits wide (0: the
+// fewest bits that keep the false-positive rate at most `fpr`, fingerprint_bits_for), with the
+// buckets of bucket_count_for. Throws std::invalid_argument for a parameter outside its range
+// (capacity 0, bucket size, fpr, fingerprint bits, semi-sorted limits) and std::length_error when
+// it would need more than 2^32 buckets. Defined after Filter (it checks with Filter::check_params).
+inline FilterShape filter_shape(uint64_t capacity, double fpr, unsigned bucket_size, unsigned fingerprint_bits = 0,
+                                bool semi_sorted = false);
+
 // 1 - (1 - 1/(2^f - 1))^(2 b load): the chance that one of the 2b slots an absent key is compared
 // with holds its fingerprint, with fingerprints uniform over the 2^f - 1 non-zero values.
 // fp_shift > 0 (a nested stage, locate.hpp): the values are the (2^(f - e) - 1) 2^e of its formula.
@@ -113,17 +132,21 @@ public:
         init_derived();
     }
 
-    // A filter for `capacity` items at false-positive rate `fpr` (fingerprint_bits = 0: from fpr).
+    // An empty filter of the given shape (filter_shape), sized for `capacity` items.
+    Filter(const FilterShape& shape, uint64_t capacity, unsigned max_kicks, uint64_t seed,
+           HashAlgorithm hash_algorithm = HashAlgorithm::xxh3)
+        : Filter(shape.bucket_count, shape.bucket_size, shape.fingerprint_bits, max_kicks, seed, hash_algorithm,
+                 shape.semi_sorted) {
+        capacity_ = capacity;
+    }
+
+    // A filter for `capacity` items at false-positive rate `fpr` (fingerprint_bits = 0: from fpr),
+    // shaped by filter_shape.
     static Filter for_capacity(uint64_t capacity, double fpr, unsigned fingerprint_bits, unsigned bucket_size,
                                unsigned max_kicks, uint64_t seed,
                                HashAlgorithm hash_algorithm = HashAlgorithm::xxh3, bool semi_sorted = false) {
-        if (capacity == 0) throw std::invalid_argument("capacity must be positive");
-        if (!valid_bucket_size(bucket_size)) throw std::invalid_argument("bucket_size must be 2, 4 or 8");
-        if (fingerprint_bits == 0) fingerprint_bits = fingerprint_bits_for(fpr, bucket_size);
-        Filter f(bucket_count_for(capacity, bucket_size, semi_sorted), bucket_size, fingerprint_bits, max_kicks, seed,
-                 hash_algorithm, semi_sorted);
-        f.capacity_ = capacity;
-        return f;
+        return Filter(filter_shape(capacity, fpr, bucket_size, fingerprint_bits, semi_sorted), capacity, max_kicks, seed,
+                      hash_algorithm);
     }
 
     static void check_params(uint64_t bucket_count, unsigned bucket_size, unsigned fingerprint_bits,
@@ -715,5 +738,20 @@ protected:
     InsertStats stats_;
     std::vector<EvictNode> search_nodes_;
 };
+
+inline FilterShape filter_shape(uint64_t capacity, double fpr, unsigned bucket_size, unsigned fingerprint_bits,
+                                bool semi_sorted) {
+    if (capacity == 0) throw std::invalid_argument("capacity must be positive");
+    if (!valid_bucket_size(bucket_size)) throw std::invalid_argument("bucket_size must be 2, 4 or 8");
+    FilterShape s;
+    s.bucket_size = bucket_size;
+    s.fingerprint_bits = fingerprint_bits ? fingerprint_bits : fingerprint_bits_for(fpr, bucket_size);
+    s.semi_sorted = semi_sorted;
+    Filter::check_params(kBlockBuckets, bucket_size, s.fingerprint_bits, semi_sorted);
+    s.design_load = design_load(bucket_size, semi_sorted);
+    s.bucket_count = bucket_count_for(capacity, bucket_size, semi_sorted);
+    s.table_bytes = PackedTable::data_bytes_for(s.bucket_count, bucket_size, s.fingerprint_bits, semi_sorted);
+    return s;
+}
 
 }  // namespace cuckoo
