@@ -161,14 +161,10 @@ PyFilter make_filter(const py::handle& capacity, const py::handle& fpr, const py
 py::dict filter_shape_dict(const py::handle& capacity, const py::handle& fpr, const py::handle& fingerprint_bits,
                            const py::handle& bucket_size, const py::handle& semi_sort) {
     const cuckoo::FilterShape shape = shape_of(shape_args(capacity, fpr, fingerprint_bits, bucket_size, semi_sort), false);
-    py::dict d;
-    d["bucket_count"] = shape.bucket_count;
-    d["bucket_size"] = shape.bucket_size;
-    d["fingerprint_bits"] = shape.fingerprint_bits;
-    d["semi_sort"] = shape.semi_sorted;
-    d["design_load"] = shape.design_load;
-    d["table_bytes"] = shape.table_bytes;
-    return d;
+    using namespace pybind11::literals;
+    return py::dict("bucket_count"_a = shape.bucket_count, "bucket_size"_a = shape.bucket_size,
+                    "fingerprint_bits"_a = shape.fingerprint_bits, "semi_sort"_a = shape.semi_sorted,
+                    "design_load"_a = shape.design_load, "table_bytes"_a = shape.table_bytes);
 }
 
 }  // namespace
