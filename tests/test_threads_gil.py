@@ -353,13 +353,13 @@ STORE_INTERRUPT_SCRIPT = textwrap.dedent(
 
 
 def test_keyboard_interrupt_stops_store_add_unique_spans():
-    # The store's bulk calls check for Ctrl-C between chunks of keys; add_unique_spans (the CLI's
-    # dedup) had no check and ran to its end, adding every key (size == n) before the interrupt.
+    # The store's bulk calls check for Ctrl-C between chunks of keys and, all or nothing, undo
+    # what they did; add_unique_spans (the CLI's dedup) had no check and ran to its end, adding
+    # every key (size == n) before the interrupt was raised.
     proc = subprocess.run(
         [sys.executable, "-c", STORE_INTERRUPT_SCRIPT], capture_output=True, text=True, timeout=300
     )
     assert proc.returncode == 0, proc.stderr
     r = json.loads(proc.stdout.strip().splitlines()[-1])
     assert r["outcome"] == "interrupted", r
-    assert 0 < r["size"] < r["n"], r  # stopped after a chunk it finished, long before the end
-    assert r["first_in"], r
+    assert r["size"] == 0 and not r["first_in"], r  # stopped between chunks, and undone
