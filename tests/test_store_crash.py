@@ -79,21 +79,37 @@ def check_store(path: str, acked: int) -> int:
     return n
 
 
-def kill_trial(path: str, rng: random.Random, first_batch: int):
-    """Starts a writer, kills it after a random delay; returns the last acknowledged batch and
-    whether the kill came during a compaction."""
+def kill_trial(path: str, rng: random.Random, first_batch: int, during_compaction: bool):
+    """Starts a writer, kills it at a random moment; returns the last acknowledged batch and
+    whether the kill came during a compaction. As the store grows over the trials, compactions
+    (which copy every live record) take most of a writer's time, so a kill after a random delay
+    alone lands in one nearly every time: after the delay, the trial waits for the writer to
+    start the kind of step asked for (`during_compaction`: a compaction; else a batch that no
+    compaction follows) and kills it up to 3 ms into it."""
     proc = subprocess.Popen([sys.executable, "-c", WRITER, path, str(first_batch)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == "READY", proc.stderr.read()
-        time.sleep(rng.uniform(0.0, 0.6))
+        time.sleep(rng.uniform(0.0, 0.3))
+        seen = []  # the lines read before the kill
+        while True:
+            line = proc.stdout.readline()
+            if not line:
+                break  # the writer died by itself: communicate() below reports it
+            line = line.strip()
+            seen.append(line)
+            if during_compaction and line == "COMPACTING":
+                break
+            if not during_compaction and line.startswith("ACK") and int(line.split()[1]) % 8 < 6:
+                break  # the next batch is being written, and no compaction comes after it
+        time.sleep(rng.uniform(0.0, 0.003))
         proc.send_signal(signal.SIGKILL)
         out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == -signal.SIGKILL, err
-    lines = out.splitlines()
+    lines = seen + out.splitlines()
     acks = [int(line.split()[1]) for line in lines if line.startswith("ACK")]
     return (acks[-1] if acks else first_batch - 1), bool(lines) and lines[-1] == "COMPACTING"
 
@@ -104,10 +120,10 @@ def run_trials(tmp_path, trials: int, seed: int) -> int:
     path = str(tmp_path / "crash.ckv")
     acked = -1
     in_compaction = 0
-    for _ in range(trials):
+    for trial in range(trials):
         # each writer continues where the acknowledged batches end (earlier unacknowledged
         # batches may be partly there; they are rewritten, which is an overwrite)
-        last, compacting = kill_trial(path, rng, acked + 1)
+        last, compacting = kill_trial(path, rng, acked + 1, during_compaction=trial % 2 == 1)
         acked = max(acked, last)
         in_compaction += compacting
         check_store(path, acked)
