@@ -18,8 +18,9 @@ Input is read in blocks (2 MiB by default). Each block is split into lines with 
 go to the filter in one bulk call per block (as fixed-width NumPy ``S`` arrays, grouped by
 length), and the kept lines are written with one copy per block: no Python loop per line.
 
-The package has one module per concern: ``common`` (exit codes, errors), ``framing`` (sources
-read in blocks of whole lines, their keys), ``estimate`` (distinct-line estimates that size
+The package has one module per concern: ``common`` (exit codes, errors), ``engine`` (the dedup
+run behind ``cuckoo.dedup()``: filter or store, kept and dropped sinks, counts), ``framing``
+(sources read in blocks of whole lines, their keys), ``estimate`` (distinct-line estimates that size
 filters), ``output`` (the output sink, progress and report formats), ``filters`` (dedup with a
 filter, build, query, info), ``stores`` (dedup --exact/--store, the store subcommands), ``demo``
 and ``parser`` (options, help, ``main``). This module re-exports their names.
@@ -35,25 +36,29 @@ input crafted against the public hash behaves like any other input.
 
 from __future__ import annotations
 
-from . import common, demo, estimate, filters, framing, output, parser, stores
+from . import common, demo, engine, estimate, filters, framing, output, parser, stores
 from .common import (
     EXIT_OK, EXIT_USAGE, EXIT_FILTER_FILE, EXIT_FULL, EXIT_WRITE, DEFAULT_BLOCK, DEDUP_FPR, BUILD_FPR, CliError,
+)
+from .engine import (
+    EXACT_BLOCK, MAX_STORE_KEY, DedupResult, KeyTooLongError, LineFraming, dedup, max_store_key,
 )
 from .framing import (
     MAX_S_WIDTH, MIN_EXACT_GROUP, Lines, Source, LineTooLong, read_lines, sources_of, iter_blocks,
 )
 from .estimate import (
-    SAMPLE_WINDOWS, SAMPLE_WINDOW, distinct_estimate, estimate_keys,
+    SAMPLE_WINDOWS, SAMPLE_WINDOW, distinct_estimate, estimate_keys, STDIN_CAPACITY, MIN_CAPACITY, GROWABLE_START,
+    new_filter, sized_filter,
 )
 from .output import (
     Progress, write_error, write_stdout, store_files, refuse_clobber, inputs_of, Output,
 )
 from .filters import (
-    STDIN_CAPACITY, MIN_CAPACITY, GROWABLE_START, new_filter, load_filter, check_can_save, save_filter,
+    load_filter, check_can_save, save_filter,
     full_error, cmd_dedup, cmd_build, cmd_query, filter_info, cmd_info,
 )
 from .stores import (
-    EXACT_BLOCK, MAX_STORE_KEY, max_store_key, line_too_long, open_store, store_error, STORE_ERRORS,
+    line_too_long, open_store, store_error, STORE_ERRORS,
     close_store, cmd_dedup_exact, using_store, cmd_store_import, cmd_store_export, cmd_store_get, cmd_store_put,
     cmd_store_del, cmd_store_info, cmd_store_compact,
 )

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import collections
 import math
-from typing import List, Tuple
+from typing import Any, List, Optional, Tuple
+
+from cuckoo import Filter
 
 from .common import CliError, EXIT_USAGE, _one_line
 from .framing import Source
@@ -55,8 +57,8 @@ def estimate_keys(sources: List[Source], block: int) -> Tuple[int, bool]:
     complete = True
     for src in sources:
         size = src.regular_size()
-        if size is not None and not src.is_stdin:
-            sample, lines = _sample_file(src.name, size)
+        if size is not None and src.path is not None:
+            sample, lines = _sample_file(src.path, size)
             keys.extend(sample)
             total += lines
             complete = complete and lines == len(sample)
@@ -99,3 +101,43 @@ def _sample_file(path: str, size: int) -> Tuple[List[bytes], float]:
     except OSError as exc:
         raise CliError(f"cuckoo: cannot read input '{path}': {_one_line(exc)}", EXIT_USAGE) from None
     return keys, size / max(nbytes / max(newlines, 1), 1.0)
+
+
+# Capacity for input whose size cannot be known in advance (a pipe longer than one block) when
+# the filter cannot grow: about 85 MiB of table at the default dedup FPR.
+STDIN_CAPACITY = 50_000_000
+MIN_CAPACITY = 1024
+# Initial capacity of a growable filter for input of unknown size.
+GROWABLE_START = 1 << 20
+
+
+def new_filter(capacity: int, fpr: float, growable: bool, seed: Any = None) -> Tuple[Filter, bool]:
+    """A filter of `capacity` keys; a growable one when asked and this build supports it. `seed`
+    None: a secret random seed (stored in the filter)."""
+    if growable:
+        try:
+            return Filter(capacity, fpr, growable=True, seed=seed), True  # type: ignore[call-arg]
+        except TypeError:
+            pass  # this build has no growable filters
+    return Filter(capacity, fpr, seed=seed), False
+
+
+def sized_filter(sources: List[Source], block: int, fpr: float, seed: Any = None, capacity: Optional[int] = None
+                 ) -> Tuple[Filter, bool, str]:
+    """A new filter for the lines of `sources`: (filter, growable, how it was sized). Fixed at
+    `capacity` when given; else growable (when this build can), its initial capacity the
+    estimate of the distinct lines x 1.2, or GROWABLE_START for input of unknown size. `seed`
+    None: a secret random seed."""
+    if capacity is not None:
+        return Filter(capacity, fpr, seed=seed), False, f"capacity {capacity:,} (fixed)"
+    estimate, known = estimate_keys(sources, block)
+    capacity = max(int(estimate * 1.2) + 16, MIN_CAPACITY) if known else GROWABLE_START
+    f, growable = new_filter(capacity, fpr, growable=True, seed=seed)
+    if growable:
+        how = "estimated distinct lines" if known else "input of unknown size"
+        return f, True, f"growable, initial capacity {capacity:,} ({how})"
+    if not known:
+        capacity = STDIN_CAPACITY
+        f = Filter(capacity, fpr, seed=seed)
+    how = "estimated from the input" if known else "default for input of unknown size"
+    return f, False, f"capacity {capacity:,} ({how})"

@@ -7,7 +7,7 @@ import argparse
 import json
 import os
 import time
-from typing import Any, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 import numpy as np
 
@@ -16,31 +16,13 @@ from cuckoo import Filter, FilterFullError
 from cuckoo._grow import growable_version
 
 from .common import BUILD_FPR, CliError, DEDUP_FPR, EXIT_FILTER_FILE, EXIT_FULL, EXIT_OK, EXIT_USAGE, _one_line
-from .estimate import estimate_keys
+from .engine import dedup
+from .estimate import sized_filter
 from .framing import Source, iter_blocks, sources_of
 from .output import (
     Output, Progress, _bytes, _note, _progress_enabled, _si, _small, inputs_of, refuse_clobber, write_stdout,
 )
 from .stores import cmd_dedup_exact
-
-
-# Capacity for input whose size cannot be known in advance (a pipe longer than one block) when
-# the filter cannot grow: about 85 MiB of table at the default dedup FPR.
-STDIN_CAPACITY = 50_000_000
-MIN_CAPACITY = 1024
-# Initial capacity of a growable filter for input of unknown size.
-GROWABLE_START = 1 << 20
-
-
-def new_filter(capacity: int, fpr: float, growable: bool, seed: Any = None) -> Tuple[Filter, bool]:
-    """A filter of `capacity` keys; a growable one when asked and this build supports it. `seed`
-    None: a secret random seed (stored in the filter)."""
-    if growable:
-        try:
-            return Filter(capacity, fpr, growable=True, seed=seed), True  # type: ignore[call-arg]
-        except TypeError:
-            pass  # this build has no growable filters
-    return Filter(capacity, fpr, seed=seed), False
 
 
 def load_filter(path: str, writable: bool = False, **load_options: bool) -> Filter:
@@ -111,20 +93,7 @@ def _auto_filter(args: argparse.Namespace, sources: List[Source], fpr: float) ->
         if g is None:
             return f, False, f"loaded from {args.filter}"
         return g, True, f"loaded from {args.filter}" + ("" if f.growable else ", growable")
-    seed = args.seed
-    if args.capacity is not None:
-        return Filter(args.capacity, fpr, seed=seed), False, f"capacity {args.capacity:,} (fixed)"
-    estimate, known = estimate_keys(sources, args.block_size)
-    capacity = max(int(estimate * 1.2) + 16, MIN_CAPACITY) if known else GROWABLE_START
-    f, growable = new_filter(capacity, fpr, growable=True, seed=seed)
-    if growable:
-        how = "estimated distinct lines" if known else "input of unknown size"
-        return f, True, f"growable, initial capacity {capacity:,} ({how})"
-    if not known:
-        capacity = STDIN_CAPACITY
-        f = Filter(capacity, fpr, seed=seed)
-    how = "estimated from the input" if known else "default for input of unknown size"
-    return f, False, f"capacity {capacity:,} ({how})"
+    return sized_filter(sources, args.block_size, fpr, args.seed, args.capacity)
 
 
 def _on_stdin(sources: List[Source]) -> bool:
@@ -147,45 +116,26 @@ def cmd_dedup(args: argparse.Namespace) -> int:
     f, growable, how = _auto_filter(args, sources, fpr)
     out = Output(args.output, sources)
     progress = Progress(_progress_enabled(args), "dedup")
-    read = written = nbytes = 0
-    expected_false = 0.0
-    start = time.perf_counter()
-    fpr_before = f.expected_fpr
     failure: Optional[CliError] = None
     try:
-        for lines, last_input in iter_blocks(sources, args.block_size):
-            mask, failed_at, exc = lines.insert(f, unique=True)
-            if failed_at is not None:
-                # Keep the work done: the lines before the failing one are written, and the
-                # filter (holding exactly their keys) is saved below.
-                out.write(lines.select(mask, final=last_input))
-                written += int(np.count_nonzero(mask))
-                read += failed_at
-                done = (f"the {read:,} lines before it are deduplicated in the output"
-                        + (f" and in the filter saved to {args.save}" if args.save else ""))
-                assert exc is not None
-                failure = full_error("dedup", f, read + 1, exc, _on_stdin(sources), done)
-                break
-            kept = int(np.count_nonzero(mask))
-            fpr_after = f.expected_fpr
-            expected_false += kept * 0.5 * (fpr_before + fpr_after)
-            fpr_before = fpr_after
-            out.write(lines.select(mask, final=last_input))
-            read += len(lines)
-            written += kept
-            nbytes += len(lines.buf) - (1 if lines.virtual else 0)
-            progress.update(read, nbytes)
+        r = dedup(sources, out, filter=f, threads=args.threads, block_size=args.block_size, progress=progress.update)
+    except FilterFullError as exc:
+        # Keep the work done: the lines before the failing one are written, and the filter
+        # (holding exactly their keys) is saved below.
+        r = exc.dedup_result  # type: ignore[attr-defined]
+        done = (f"the {r.lines_read:,} lines before it are deduplicated in the output"
+                + (f" and in the filter saved to {args.save}" if args.save else ""))
+        failure = full_error("dedup", f, r.lines_read + 1, exc, _on_stdin(sources), done)
     finally:
         progress.done()
         out.close()
-    elapsed = time.perf_counter() - start
     if args.save:
         save_filter(f, args.save)
     if failure is not None:
         raise failure
-    _note(args, f"cuckoo dedup: {read:,} lines read, {written:,} written, {read - written:,} dropped "
-                f"in {elapsed:.2f} s ({_si(read / max(elapsed, 1e-9))} lines/s)")
-    _note(args, f"cuckoo dedup: expected unique lines wrongly dropped: {_small(expected_false)} "
+    _note(args, f"cuckoo dedup: {r.lines_read:,} lines read, {r.lines_kept:,} written, {r.lines_dropped:,} dropped "
+                f"in {r.seconds:.2f} s ({_si(r.lines_read / max(r.seconds, 1e-9))} lines/s)")
+    _note(args, f"cuckoo dedup: expected unique lines wrongly dropped: {_small(r.expected_false_drops)} "
                 f"(filter: {how}, {len(f):,} keys, {_bytes(f.nbytes)}, {f.fingerprint_bits}-bit fingerprints, "
                 f"FPR now {f.expected_fpr:.2g})" + (f"; saved to {args.save}" if args.save else ""))
     return EXIT_OK

@@ -27,13 +27,17 @@ MIN_EXACT_GROUP = 32
 
 
 class Lines:
-    """One block of complete lines: ``buf`` (a NumPy view of the bytes) holds whole lines, each
-    ending with ``\\n`` at ``ends[k]``; ``klen[k]`` is the key length (line without ``\\n`` and
-    one ``\\r``). ``virtual`` says the last ``\\n`` was added to an unterminated last line."""
+    """One block of complete records: ``buf`` (a NumPy view of the bytes) holds whole lines, each
+    ending with ``\\n`` at ``ends[k]`` and starting at ``starts[k]``; the record's key is the
+    span ``buf[kstarts[k] : kstarts[k] + klen[k]]``. By default (whole-line framing) the key is
+    the line without ``\\n`` and one ``\\r``; a framing that keys records by a field passes its
+    own ``keys=(kstarts, klen)``. ``virtual`` says the last ``\\n`` was added to an unterminated
+    last line."""
 
-    __slots__ = ("data", "buf", "starts", "ends", "klen", "virtual")
+    __slots__ = ("data", "buf", "starts", "ends", "kstarts", "klen", "virtual")
 
-    def __init__(self, data: bytes, size: int, virtual: bool = False) -> None:
+    def __init__(self, data: bytes, size: int, virtual: bool = False,
+                 keys: Optional[Tuple[np.ndarray, np.ndarray]] = None) -> None:
         self.data = data
         self.buf = np.frombuffer(data, dtype=np.uint8, count=size)
         buf = self.buf
@@ -43,13 +47,17 @@ class Lines:
             starts[0] = 0
             starts[1:] = self.ends[:-1] + 1
         self.starts = starts
+        self.virtual = virtual
+        if keys is not None:
+            self.kstarts, self.klen = keys
+            return
+        self.kstarts = starts
         klen = self.ends - starts
         if data.find(b"\r", 0, size) >= 0:  # memchr: skips the pass when there is no '\r'
             # buf[end - 1] is the previous line's '\n' (or, at index -1, the block's last '\n')
             # when the line is empty, so an empty line never loses a byte here.
             klen -= buf[self.ends - 1] == 13
         self.klen = klen
-        self.virtual = virtual
 
     def __len__(self) -> int:
         return len(self.ends)
@@ -72,11 +80,11 @@ class Lines:
         special = None
         if int(klen.max()) > MAX_S_WIDTH or self.data.find(b"\0", 0, len(buf)) >= 0:
             special = klen > MAX_S_WIDTH
-            special |= (klen > 0) & (buf[np.maximum(self.starts + klen - 1, 0)] == 0)
+            special |= (klen > 0) & (buf[np.maximum(self.kstarts + klen - 1, 0)] == 0)
         if special is not None and special.any():
             idx = np.flatnonzero(special)
             data = self.data
-            starts = self.starts[idx].tolist()
+            starts = self.kstarts[idx].tolist()
             lens = klen[idx].tolist()
             groups.append((idx, [data[s : s + k] for s, k in zip(starts, lens)]))
             normal = np.flatnonzero(~special)
@@ -87,7 +95,7 @@ class Lines:
         frequent = counts >= MIN_EXACT_GROUP
         lengths = np.flatnonzero(frequent)
         if len(lengths) == 1 and normal is None and counts[lengths[0]] == n:
-            return [(None, self._exact(self.starts, int(lengths[0])))]
+            return [(None, self._exact(self.kstarts, int(lengths[0])))]
         order = np.argsort(klen.astype(np.uint16), kind="stable")  # radix sort: O(n)
         bounds = np.zeros(len(counts) + 1, dtype=np.int64)
         np.cumsum(counts, out=bounds[1:])
@@ -95,7 +103,7 @@ class Lines:
             idx = order[bounds[length] : bounds[length + 1]]
             if normal is not None:
                 idx = normal[idx]
-            groups.append((idx, self._exact(self.starts[idx], length)))
+            groups.append((idx, self._exact(self.kstarts[idx], length)))
         if len(lengths) < len(np.flatnonzero(counts)):
             rare = np.flatnonzero(~frequent[klen])
             if normal is not None:
@@ -118,7 +126,7 @@ class Lines:
         for c in np.flatnonzero(np.bincount(cls)).tolist():
             sel = np.flatnonzero(cls == c)
             lens = klen[sel]
-            out.append((idx[sel], self._padded(self.starts[idx[sel]], lens, int(lens.max()))))
+            out.append((idx[sel], self._padded(self.kstarts[idx[sel]], lens, int(lens.max()))))
         return out
 
     def _padded(self, starts: np.ndarray, klen: np.ndarray, w: int) -> np.ndarray:
@@ -181,7 +189,7 @@ class Lines:
             if len(keys):
                 f.discard_many(_take(keys, np.flatnonzero(added)))
         data = self.data
-        in_order = [data[s : s + k] for s, k in zip(self.starts.tolist(), self.klen.tolist())]
+        in_order = [data[s : s + k] for s, k in zip(self.kstarts.tolist(), self.klen.tolist())]
         out = np.zeros(len(self), dtype=bool)
         try:
             if unique:
@@ -250,12 +258,16 @@ def _take(keys: Any, idx: np.ndarray) -> Any:
 
 
 class Source:
-    """One input: a file name or '-' for stdin. Can hand back bytes read ahead of time."""
+    """One input: a file name, '-' for stdin, or an open binary stream (`stream`, named `name` in
+    messages, never closed here). Can hand back bytes read ahead of time."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, stream: Optional[IO[bytes]] = None) -> None:
         self.name = name
-        self.is_stdin = name == "-"
-        self.stream: Optional[IO[bytes]] = None
+        self.is_stdin = name == "-" and stream is None
+        self.stream: Optional[IO[bytes]] = stream
+        self.owned = stream is None  # close() closes only a file it opened
+        # The file to open by name (sampling, the native pipeline); None for stdin and streams.
+        self.path: Optional[str] = None if self.is_stdin or stream is not None else name
         self.pushed: List[bytes] = []
         self.eof = False
 
@@ -286,13 +298,16 @@ class Source:
     def regular_size(self) -> Optional[int]:
         """Size in bytes if this is a regular file, else None."""
         try:
-            st = os.stat(self.name) if not self.is_stdin else os.fstat(sys.stdin.fileno())
-        except (OSError, ValueError, io.UnsupportedOperation):
+            if self.path is not None:
+                st = os.stat(self.path)
+            else:
+                st = os.fstat(sys.stdin.fileno() if self.is_stdin else self.stream.fileno())  # type: ignore[union-attr]
+        except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
             return None
         return st.st_size if stat.S_ISREG(st.st_mode) else None
 
     def close(self) -> None:
-        if self.stream is not None and not self.is_stdin:
+        if self.stream is not None and self.owned and not self.is_stdin:
             self.stream.close()
 
 

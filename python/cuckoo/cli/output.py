@@ -131,7 +131,7 @@ def refuse_clobber(path: Optional[str], what: str, protected: Sequence[Tuple[str
 
 
 def inputs_of(sources: List[Source]) -> List[Tuple[str, str]]:
-    return [(src.name, "an input") for src in sources if not src.is_stdin]
+    return [(src.path, "an input") for src in sources if src.path is not None]
 
 
 class Output:

@@ -12,7 +12,8 @@ from cuckoo import theory
 
 from .common import BUILD_FPR, CliError, DEDUP_FPR, DEFAULT_BLOCK, EXIT_USAGE, EXIT_WRITE
 from .demo import cmd_demo
-from .filters import GROWABLE_START, cmd_build, cmd_dedup, cmd_info, cmd_query
+from .estimate import GROWABLE_START
+from .filters import cmd_build, cmd_dedup, cmd_info, cmd_query
 from .output import _discard_stdout, write_error
 from .stores import (
     cmd_store_compact, cmd_store_del, cmd_store_export, cmd_store_get, cmd_store_import, cmd_store_info,
@@ -225,6 +226,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "(kill, Ctrl-C, closed pipe, full disk) and rerun writes every line at least once "
                         "(only the block in flight may repeat). Lines longer than 2**31 - 1 bytes are "
                         "refused (exit 1)")
+    p.add_argument("--threads", type=_positive_int, metavar="N",
+                   help="threads of the native pipeline (default: the cores available); the output never "
+                        "depends on it")
     _add_seed_option(p)
     p.set_defaults(_parser=p, func=cmd_dedup)
 

@@ -8,7 +8,6 @@ import contextlib
 import json
 import os
 import sys
-import time
 from typing import Iterator, List, Optional, Union
 
 import numpy as np
@@ -16,31 +15,13 @@ import numpy as np
 import cuckoo
 
 from .common import CliError, DEFAULT_BLOCK, EXIT_FILTER_FILE, EXIT_OK, EXIT_USAGE, _one_line
-from .framing import LineTooLong, Lines, iter_blocks, sources_of
+from .engine import EXACT_BLOCK, KeyTooLongError, dedup
+from .framing import iter_blocks, sources_of
 from .output import (
     Output, Progress, _bytes, _note, _progress_enabled, _si, inputs_of, refuse_clobber, store_files,
     write_stdout,
 )
 
-
-
-# Exact dedup reads blocks of 4 MiB: each block is one pass of the store's sorted verification over
-# its log, so larger blocks read the log fewer times, but hold more lines at once. Measured on
-# 10^7 lines (benchmarks/dedup.py input): 2 MiB 2.9-3.4 s / 140 MiB peak, 4 MiB 3.1 s / 115 MiB,
-# 8 MiB 3.8 s / 140 MiB.
-EXACT_BLOCK = 4 << 20
-
-
-# The longest key a store holds (its records' length field): a longer line is refused with one
-# line on stderr as soon as it is seen, before it is held in memory whole.
-MAX_STORE_KEY = (1 << 31) - 1
-
-
-def max_store_key() -> int:
-    """MAX_STORE_KEY, or less for the tests (CUCKOO_TEST_MAX_KEY: a long line without writing
-    2 GiB); never more."""
-    override = os.environ.get("CUCKOO_TEST_MAX_KEY")
-    return min(int(override), MAX_STORE_KEY) if override else MAX_STORE_KEY
 
 
 def line_too_long(command: str, line: int, limit: int) -> CliError:
@@ -94,59 +75,31 @@ def cmd_dedup_exact(args: argparse.Namespace) -> int:
     for src, _ in inputs_of(sources):
         refuse_clobber(src, "input", owned, "refusing to read what it writes")
     refuse_clobber(args.output, "output", inputs_of(sources) + owned)
-    store = open_store(args.store)
+    store = open_store(args.store) if args.store else None
     block = EXACT_BLOCK if args.block_size == DEFAULT_BLOCK else args.block_size
-    max_key = max_store_key()
     progress = Progress(_progress_enabled(args), "dedup")
-    read = written = nbytes = 0
-    start = time.perf_counter()
     failing = True
     try:
         out = Output(args.output, sources)
         try:
-            blocks = iter_blocks(sources, block, max_key)
-            while True:
-                try:
-                    lines, last_input = next(blocks)
-                except StopIteration:
-                    break
-                except LineTooLong:
-                    raise line_too_long("cuckoo dedup", read + 1, max_key) from None
-                too_long = np.flatnonzero(lines.klen > max_key)
-                if len(too_long):  # do the lines before it, then stop
-                    lines = Lines(lines.data, int(lines.starts[too_long[0]]))
-                try:
-                    if args.store:
-                        # The block's records stay in memory until the batch commits, after its
-                        # lines were written and flushed: whatever stops the run before that (an
-                        # exception rolls the batch back, a kill leaves it unwritten) leaves
-                        # none of them in the store.
-                        with store.batch():
-                            mask = store._s.add_unique_spans(lines.buf, lines.starts, lines.klen)
-                            out.write(lines.select(mask, final=last_input))
-                            out.flush()
-                    else:  # --exact: the store dies with the run, there is no rerun to serve
-                        mask = store._s.add_unique_spans(lines.buf, lines.starts, lines.klen)
-                        out.write(lines.select(mask, final=last_input))
-                except STORE_ERRORS as exc:
-                    raise store_error(args.store, exc) from None
-                read += len(lines)
-                written += int(np.count_nonzero(mask))
-                nbytes += len(lines.buf) - (1 if lines.virtual else 0)
-                progress.update(read, nbytes)
-                if len(too_long):
-                    raise line_too_long("cuckoo dedup", read + 1, max_key)
+            r = dedup(sources, out, exact=True, store=store, threads=args.threads, block_size=block,
+                      progress=progress.update)
+        except KeyTooLongError as exc:
+            raise line_too_long("cuckoo dedup", exc.line, exc.limit) from None
+        except STORE_ERRORS as exc:
+            raise store_error(args.store, exc) from None
         finally:
             progress.done()
             out.close()
-        st = store.stats()
+        st = r.store_stats
+        assert st is not None
         failing = False
     finally:
-        close_store(store, args.store, failing)
-    elapsed = time.perf_counter() - start
+        if store is not None:
+            close_store(store, args.store, failing)
     where = args.store or "an anonymous temporary file, removed"
-    _note(args, f"cuckoo dedup: {read:,} lines read, {written:,} written, {read - written:,} dropped "
-                f"in {elapsed:.2f} s ({_si(read / max(elapsed, 1e-9))} lines/s)")
+    _note(args, f"cuckoo dedup: {r.lines_read:,} lines read, {r.lines_kept:,} written, {r.lines_dropped:,} dropped "
+                f"in {r.seconds:.2f} s ({_si(r.lines_read / max(r.seconds, 1e-9))} lines/s)")
     _note(args, f"cuckoo dedup: exact: no line wrongly dropped (store: {st['live_keys']:,} keys, log "
                 f"{_bytes(st['log_bytes'])} in {where}, index {_bytes(st['index_bytes'])}, "
                 f"{st['log_reads_per_lookup']:.2f} log reads per line)")
