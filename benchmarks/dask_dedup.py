@@ -2,6 +2,7 @@
 
     python benchmarks/dask_dedup.py                       # 10^7 rows, 16 partitions, 2 workers
     python benchmarks/dask_dedup.py --rows 1000000 --key str
+    python benchmarks/dask_dedup.py --only exact          # the exact dedup section alone
 
 Needs the `dask` extra. Starts a fresh dask.distributed LocalCluster (worker processes, one thread
 each) for every timed method, generates the data on the workers (N rows, N/2 distinct keys, every
@@ -16,6 +17,9 @@ method started. The checks (printed, and the exit status is 1 if one fails):
   printed beside the expected number (distinct keys x the final filter's expected_fpr, an upper
   bound on the average over the pass);
 - len(pickle.dumps(filter)) is within 100 bytes of len(filter.to_bytes()).
+- `dedup(exact=True)` on N rows whose keys are repeated 1..--max-repeats times each (uniform
+  counts, rows shuffled) keeps exactly pandas' drop_duplicates(subset="key", keep="first") of the
+  computed frame, timed beside Dask's own `ddf.drop_duplicates(subset="key")` in the same run.
 """
 
 from __future__ import annotations
@@ -69,6 +73,25 @@ def dedup_partition(bounds_: Tuple[int, int], n: int, kind: str, seed: int) -> A
     lo, hi = bounds_
     return pd.DataFrame({"key": to_keys(key_ids(n, lo, hi, seed), kind), "pos": np.arange(lo, hi, dtype=np.int64)},
                         index=pd.RangeIndex(lo, hi))
+
+
+def repeated_ids(n: int, lo: int, hi: int, seed: int, most: int) -> np.ndarray:
+    """Rows lo..hi of the exact-dedup data: distinct ids repeated 1..most times each (uniform),
+    the first n of those rows, shuffled."""
+    rng = np.random.default_rng(seed)
+    counts = rng.integers(1, most + 1, size=2 * n // most + 16)
+    while counts.sum() < n:  # pragma: no cover - the size above is always enough in practice
+        counts = np.concatenate([counts, rng.integers(1, most + 1, size=len(counts))])
+    ids = np.repeat(np.arange(len(counts), dtype=np.int64), counts)[:n]
+    return ids[rng.permutation(n)[lo:hi]]
+
+
+def repeated_partition(bounds_: Tuple[int, int], n: int, kind: str, seed: int, most: int) -> Any:
+    import pandas as pd
+
+    lo, hi = bounds_
+    return pd.DataFrame({"key": to_keys(repeated_ids(n, lo, hi, seed, most), kind),
+                         "pos": np.arange(lo, hi, dtype=np.int64)}, index=pd.RangeIndex(lo, hi))
 
 
 def distinct_partition(bounds_: Tuple[int, int], kind: str) -> Any:
@@ -141,6 +164,15 @@ def on_cluster(args: argparse.Namespace, make: Callable[[Any], Any], run: Callab
         cluster.close()
 
 
+def run_drop_duplicates(client: Any, ddf: Any) -> Any:
+    """Dask's own exact dedup, persisted on the cluster (the baseline of both dedup sections)."""
+    from distributed import wait
+
+    out = ddf.drop_duplicates(subset="key", keep="first").persist()
+    wait(out)
+    return out
+
+
 def main(argv: Any = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rows", type=int, default=10_000_000)
@@ -149,18 +181,16 @@ def main(argv: Any = None) -> int:
     p.add_argument("--fpr", type=float, default=0.001)
     p.add_argument("--key", choices=["int", "str"], default="int")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--max-repeats", type=int, default=1000, help="exact section: keys repeated 1..this many times")
+    p.add_argument("--only", choices=["all", "filter", "exact"], default="all",
+                   help="run only the filter sections (build, dedup) or only the exact-dedup section")
     args = p.parse_args(argv)
     if args.rows < 4 or args.rows % 2:
         p.error("--rows must be an even number >= 4")
 
     import dask
-    import dask.dataframe as dd
     import distributed
     import pandas as pd
-    from distributed import wait
-
-    import cuckoo
-    import cuckoo.dask as cd
 
     n, P, kind = args.rows, args.partitions, args.key
     parts = bounds(n, P)
@@ -170,6 +200,70 @@ def main(argv: Any = None) -> int:
     ok = True
     rows: List[Tuple[str, float, List[float], str]] = []
 
+    pk = tb = 0
+    if args.only in ("all", "filter"):
+        ok &= filter_sections(args, rows, parts)
+        pk, tb = rows.pop()[1:3]  # type: ignore[misc]
+    if args.only in ("all", "exact"):
+        ok &= exact_section(args, rows, parts)
+
+    print()
+    print(f"| method | seconds | peak MiB/worker (rise) | notes |")
+    print(f"|---|---:|---:|---|")
+    for name, s, peaks, note in rows:
+        mem = " / ".join(f"{x:.0f}" for x in peaks) if peaks else "-"
+        print(f"| {name} | {s:.2f} | {mem} | {note} |")
+    print()
+    if pk:
+        print(f"pickle: len(pickle.dumps(f)) = {pk:,}, len(f.to_bytes()) = {tb:,} (difference {pk - tb} bytes)")
+    print("all checks passed" if ok else "A CHECK FAILED")
+    return 0 if ok else 1
+
+
+def exact_section(args: argparse.Namespace, rows: List[Any], parts: List[Tuple[int, int]]) -> bool:
+    """cuckoo.dask.dedup(exact=True) and Dask's drop_duplicates on keys repeated 1..max times."""
+    import dask.dataframe as dd
+    import pandas as pd
+    from distributed import wait
+
+    import cuckoo.dask as cd
+
+    n, kind, most = args.rows, args.key, args.max_repeats
+
+    def make(client: Any) -> Any:
+        return dd.from_map(repeated_partition, parts, n=n, kind=kind, seed=args.seed, most=most,
+                           enforce_metadata=False)
+
+    def run_exact(client: Any, ddf: Any) -> Any:
+        out = cd.dedup(ddf, "key", exact=True).persist()
+        wait(out)
+        return out
+
+    res = on_cluster(args, make, run_exact, lambda out: out["pos"].compute().to_numpy())
+    all_keys = to_keys(repeated_ids(n, 0, n, args.seed, most), kind)
+    first = np.flatnonzero(~pd.Series(all_keys).duplicated(keep="first").to_numpy())
+    equal = bool(np.array_equal(res["out"], first))
+    rows.append(("cuckoo.dask.dedup(exact=True) (cluster)", res["seconds"], res["peaks"],
+                 f"kept {len(res['out']):,} of {n:,} (keys repeated 1..{most}); == pandas drop_duplicates: {equal}"))
+
+    res = on_cluster(args, make, run_drop_duplicates, len)
+    rows.append(("dask drop_duplicates (cluster)", res["seconds"], res["peaks"],
+                 f"kept {res['out']:,} (same data)"))
+    return equal
+
+
+def filter_sections(args: argparse.Namespace, rows: List[Any], parts: List[Tuple[int, int]]) -> bool:
+    """build vs a local filter; dedup (filter) vs drop_duplicates on N rows, N/2 distinct keys.
+    Appends its rows, then a last entry (name, pickle bytes, to_bytes bytes) that main pops."""
+    import dask.dataframe as dd
+    import pandas as pd
+    from distributed import wait
+
+    import cuckoo
+    import cuckoo.dask as cd
+
+    n, kind = args.rows, args.key
+    ok = True
     # ---- build: N distinct keys, compared with a local filter ----
     def make_distinct(client: Any) -> Any:
         return dd.from_map(distinct_partition, parts, kind=kind, enforce_metadata=False)
@@ -215,24 +309,10 @@ def main(argv: Any = None) -> int:
                  f"kept {len(kept_pos):,}; first occurrences dropped {missing} (expected <= {expected:.0f}); "
                  f"subset+ordered: {subset and in_order}; == local mask: {same_as_local}"))
 
-    def run_drop(client: Any, ddf: Any) -> Any:
-        out = ddf.drop_duplicates(subset="key", keep="first").persist()
-        wait(out)
-        return out
-
-    res = on_cluster(args, make_dups, run_drop, len)
+    res = on_cluster(args, make_dups, run_drop_duplicates, len)
     rows.append(("dask drop_duplicates (cluster)", res["seconds"], res["peaks"], f"kept {res['out']:,} (exact)"))
-
-    print()
-    print(f"| method | seconds | peak MiB/worker (rise) | notes |")
-    print(f"|---|---:|---:|---|")
-    for name, s, peaks, note in rows:
-        mem = " / ".join(f"{x:.0f}" for x in peaks) if peaks else "-"
-        print(f"| {name} | {s:.2f} | {mem} | {note} |")
-    print()
-    print(f"pickle: len(pickle.dumps(f)) = {pk:,}, len(f.to_bytes()) = {tb:,} (difference {pk - tb} bytes)")
-    print("all checks passed" if ok else "A CHECK FAILED")
-    return 0 if ok else 1
+    rows.append(("pickle", pk, tb))
+    return ok
 
 
 if __name__ == "__main__":

@@ -145,8 +145,14 @@ cuckoo::FilterShape shape_of(const ShapeArgs& a, bool for_filter) {
 
 PyFilter make_filter(const py::handle& capacity, const py::handle& fpr, const py::handle& fingerprint_bits,
                      const py::handle& bucket_size, const py::handle& max_kicks, const py::handle& seed,
-                     const py::handle& growable, const py::handle& hash_algorithm, const py::handle& semi_sort) {
+                     const py::handle& growable, const py::handle& hash_algorithm, const py::handle& semi_sort,
+                     const py::handle& expansion) {
     if (!PyBool_Check(growable.ptr())) throw py::type_error(std::string("growable must be a bool, not ") + type_name(growable.ptr()));
+    unsigned factor = cuckoo::kDefaultExpansion;
+    if (!expansion.is_none()) {
+        if (growable.ptr() != Py_True) throw py::value_error("expansion needs growable=True (a fixed filter never grows)");
+        factor = static_cast<unsigned>(int_arg(expansion, "expansion", cuckoo::kMinExpansion, cuckoo::kMaxExpansion));
+    }
     const ShapeArgs args = shape_args(capacity, fpr, fingerprint_bits, bucket_size, semi_sort);
     const unsigned kicks = static_cast<unsigned>(int_arg(max_kicks, "max_kicks", 0, cuckoo::kMaxKicksLimit));
     const uint64_t s = seed_arg(seed);
@@ -154,7 +160,7 @@ PyFilter make_filter(const py::handle& capacity, const py::handle& fpr, const py
     const cuckoo::FilterShape shape = shape_of(args, true);
     require_memory(shape.table_bytes, "Filter(capacity=" + with_commas(args.capacity) +
                                           ", fingerprint_bits=" + std::to_string(shape.fingerprint_bits) + ")");
-    return PyFilter(cuckoo::StagedFilter(cuckoo::Filter(shape, args.capacity, kicks, s, algorithm), growable.ptr() == Py_True));
+    return PyFilter(cuckoo::StagedFilter(cuckoo::Filter(shape, args.capacity, kicks, s, algorithm), growable.ptr() == Py_True, factor));
 }
 
 // _core._filter_shape: the shape Filter() would give, for cuckoo.theory and the CLI.
@@ -290,7 +296,7 @@ A cuckoo filter: a compact set of keys that answers "maybe present" or "certainl
 Arguments::
 
     Filter(capacity, fpr=None, *, fingerprint_bits=None, bucket_size=4, max_kicks=500, seed=0,
-           growable=False, hash_algorithm="xxh3", semi_sort=False)
+           growable=False, hash_algorithm="xxh3", semi_sort=False, expansion=None)
 
     capacity          number of keys the filter is sized for (inserting more may fail)
     fpr               target false-positive rate at capacity (default 0.001); picks the
@@ -308,13 +314,18 @@ Arguments::
                       and the top 4 bits of its 4 fingerprints stored as one 12-bit code, 1 bit
                       per slot less (same false-positive rate; sized to a higher load, 0.955);
                       its files are format version 2, which older releases refuse
+    expansion         growable filters: the growth factor of each new stage, 1..4 (default 2;
+                      3 grows like 4, a power of two being what stages nest on). The bound on
+                      the false-positive rate over all stages: < 2x the first stage's for 2,
+                      < 4/3x for 3 and 4 (2 more fingerprint bits per stage); for 1 (stages of
+                      the first's size and fingerprints) the first's bound times the stages
 
 Keys are int (64-bit, signed or unsigned), bytes, or str (hashed as UTF-8).
 )doc");
     cls.def(py::init(&make_filter), py::arg("capacity"), py::arg("fpr") = py::none(), py::kw_only(),
             py::arg("fingerprint_bits") = py::none(), py::arg("bucket_size") = 4,
             py::arg("max_kicks") = kDefaultMaxKicks, py::arg("seed") = 0, py::arg("growable") = false,
-            py::arg("hash_algorithm") = "xxh3", py::arg("semi_sort") = false);
+            py::arg("hash_algorithm") = "xxh3", py::arg("semi_sort") = false, py::arg("expansion") = py::none());
 
     register_scalar_calls(cls);  // add, add_unique, discard, remove, count, __contains__, `in`
     cls.def("__len__", [](const PyFilter& self) { ReadLock lock(self); return self.core.size(); });
@@ -433,6 +444,11 @@ Keys are int (64-bit, signed or unsigned), bytes, or str (hashed as UTF-8).
     }, "The key hash: 'xxh3' or 'xxh64' (fixed for the filter's life, stored in its files).");
     cls.def_property_readonly("max_kicks", [](const PyFilter& self) { ReadLock lock(self); return self.core.first().max_kicks(); });
     cls.def_property_readonly("growable", [](const PyFilter& self) { ReadLock lock(self); return self.core.growable(); });
+    cls.def_property_readonly("expansion", [](const PyFilter& self) -> py::object {
+        ReadLock lock(self);
+        if (!self.core.growable()) return py::none();
+        return py::int_(self.core.expansion());
+    }, "The growth factor of each new stage (1..4) of a growable filter; None for a fixed filter.");
     cls.def_property_readonly("semi_sort", [](const PyFilter& self) { ReadLock lock(self); return self.core.first().semi_sorted(); },
                               "Whether buckets are semi-sorted (of the first stage; growth stages past 16 fingerprint bits are plain).");
     cls.def_property_readonly("stages", [](const PyFilter& self) {

@@ -282,3 +282,63 @@ def test_dask_sizeof_counts_the_table():
 
     f = cuckoo.Filter(100_000)
     assert sizeof(f) >= f.nbytes > 100_000
+
+
+def _repeated_keys(distinct: int, seed: int, most: int = 50) -> np.ndarray:
+    """Keys repeated 1..most times each, shuffled."""
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(-(2**63), 2**63 - 1, size=distinct, dtype=np.int64)
+    keys = np.repeat(ids, rng.integers(1, most + 1, size=distinct))
+    rng.shuffle(keys)
+    return keys
+
+
+@pytest.mark.parametrize("column,npartitions,shards", [("k", 13, None), ("s", 7, 3), ("k", 5, 1), ("s", 9, 20)])
+def test_exact_dedup_equals_pandas_drop_duplicates(client, column, npartitions, shards):
+    keys = _repeated_keys(3_000, 20 + npartitions)
+    pdf, ddf = _frame(keys, npartitions)
+    out = cd.dedup(ddf, column, exact=True, shards=shards)
+    assert isinstance(out, dd.DataFrame) and out.npartitions == ddf.npartitions
+    outs = dask.compute(*out.to_delayed())
+    got = pd.concat(outs)
+    pd.testing.assert_frame_equal(got, pdf.drop_duplicates(subset=column, keep="first"))
+    # The rows stay in their partitions: each output partition is its input partition's subset.
+    for part, whole in zip(outs, dask.compute(*ddf.to_delayed())):
+        assert set(part["pos"]) <= set(whole["pos"])
+
+
+def test_exact_dedup_keeps_what_a_small_filter_drops(client):
+    # 4-bit fingerprints: the filter path drops many first occurrences; the exact path none.
+    keys = _repeated_keys(5_000, 31, most=3)
+    pdf, ddf = _frame(keys, 6)
+    expected = pdf.drop_duplicates(subset="k", keep="first")
+    assert len(cd.dedup(ddf, "k", fingerprint_bits=4).compute()) < len(expected)
+    pd.testing.assert_frame_equal(cd.dedup(ddf, "k", exact=True).compute(), expected)
+
+
+def test_exact_dedup_series_array_empty_partitions_and_recompute(client):
+    keys = _repeated_keys(500, 41)
+    pdf, ddf = _frame(keys, 4)
+    s = cd.dedup(ddf["s"], exact=True)
+    a = s.compute()
+    pd.testing.assert_series_equal(a, pdf["s"].drop_duplicates(keep="first"))
+    pd.testing.assert_series_equal(s.compute(), a)  # pure tasks: the same answer again
+    arr = da.from_array(keys, chunks=len(keys) // 5 + 1)
+    np.testing.assert_array_equal(cd.dedup(arr, exact=True).compute(), pd.unique(keys))
+    with_empty = dd.from_pandas(pdf, npartitions=4, sort=False)
+    with_empty = with_empty[with_empty["pos"] % 4 != 0].repartition(npartitions=6)
+    got = cd.dedup(with_empty, "k", exact=True).compute()
+    sub = pdf[pdf["pos"] % 4 != 0]
+    pd.testing.assert_frame_equal(got, sub.drop_duplicates(subset="k", keep="first"))
+
+
+def test_exact_dedup_bad_arguments():
+    _, ddf = _frame(np.arange(10), 2)
+    with pytest.raises(ValueError, match="exact=True uses a Store"):
+        cd.dedup(ddf, "k", fpr=0.01, exact=True)
+    with pytest.raises(ValueError, match="shards must be an int >= 1"):
+        cd.dedup(ddf, "k", exact=True, shards=0)
+    with pytest.raises(ValueError, match="shards=... is for exact=True"):
+        cd.dedup(ddf, "k", shards=2)
+    with pytest.raises(TypeError, match="exact must be a bool"):
+        cd.dedup(ddf, "k", exact=1)

@@ -514,7 +514,12 @@ def test_growable_flag_marks_a_growable_filter(good):
 
 
 CORRUPT_FIELDS = [
-    (dict(flags=2), "unsupported flags 2"),
+    (dict(flags=4), "unsupported flags 4"),
+    (dict(flags=2, reserved=3), "expansion 3 .a growable filter's"),  # expansion without growable
+    (dict(flags=3, reserved=0), "expansion 0"),
+    (dict(flags=3, reserved=2), "expansion 2 .*without the flag"),
+    (dict(flags=3, reserved=5), "expansion 5"),
+    (dict(flags=3, reserved=1 + (1 << 32)), "reserved field is not zero"),
     (dict(hash_algorithm=3), "unsupported hash algorithm 3"),
     (dict(hash_algorithm=0), "unsupported hash algorithm 0"),
     (dict(reserved=1), "reserved field is not zero"),

@@ -47,6 +47,7 @@ class Filter:
         growable: bool = False,
         hash_algorithm: Literal["xxh3", "xxh64"] = "xxh3",
         semi_sort: bool = False,
+        expansion: int | None = None,
     ) -> None: ...
 
     # scalar operations
@@ -125,6 +126,8 @@ class Filter:
     def max_kicks(self) -> int: ...
     @property
     def growable(self) -> bool: ...
+    @property
+    def expansion(self) -> int | None: ...
     @property
     def semi_sort(self) -> bool: ...
     @property

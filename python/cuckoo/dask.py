@@ -15,7 +15,9 @@ workers. The design and its trade-offs are described in docs/distributed.md.
   the workers once (scattered and broadcast on a distributed client, else one graph key).
 - :func:`dedup` drops every row whose key appeared earlier (in partition order, then row order)
   with one sequential pass that carries the filter from partition to partition; only the filter
-  and one partition's keys are in a step's memory, and rows never move between workers.
+  and one partition's keys are in a step's memory, and rows never move between workers. With
+  ``exact=True`` no first occurrence is ever dropped: keys (not rows) are hashed to shards, one
+  exact ``cuckoo.Store`` per shard decides in parallel, and the rows stay in their partitions.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ except ImportError as exc:  # pragma: no cover - only without the extra
     ) from exc
 
 from ._core import Filter, FilterFullError
+from .store import Store
 from ._grow import growable_version
 
 __all__ = ["build", "contains", "isin", "dedup"]
@@ -314,12 +317,97 @@ def _apply_mask(part: Any, mask: np.ndarray) -> Any:
     return part[mask]
 
 
+# Exact dedup (exact=True): three stages, each in parallel.
+#  1. per partition: each row's shard (a hash of its key, the same on every worker), and per shard
+#     the row positions and keys of that partition, in row order;
+#  2. per shard: one anonymous Store takes the shard's pieces in partition order, so its "was new"
+#     mask keeps exactly the first row of each key (every row of a key goes to the one shard);
+#     returns, per partition, the positions of the rows it keeps;
+#  3. per partition: the union of those positions over the shards selects its rows.
+# Only keys and positions cross between workers; a shard's Store holds its index in memory and its
+# keys in a temporary file.
+
+
+def _shard_of(keys: Any, shards: int) -> np.ndarray:
+    import pandas as pd
+
+    # pandas' hash of values (SipHash with a fixed key): the same key gives the same shard in
+    # every process, which is what sends every row of a key to one Store.
+    h = pd.util.hash_array(np.asarray(keys) if not hasattr(keys, "array") else keys.array.to_numpy())
+    return (h % np.uint64(shards)).astype(np.intp)
+
+
+def _split_by_shard(part: Any, column: Optional[str], shards: int) -> List[Tuple[np.ndarray, Any]]:
+    keys = _column(part, column)
+    values = np.asarray(keys) if not hasattr(keys, "array") else keys.array
+    if len(values) == 0:
+        return [(np.zeros(0, np.int64), values[:0])] * shards
+    shard = _shard_of(keys, shards)
+    order = np.argsort(shard, kind="stable")  # row order within each shard
+    ends = np.cumsum(np.bincount(shard, minlength=shards))
+    out = []
+    for s_, (lo, hi) in enumerate(zip(np.concatenate([[0], ends[:-1]]), ends)):
+        pos = order[lo:hi].astype(np.int64)
+        out.append((pos, values[pos]))
+    return out
+
+
+def _shard_dedup(*pieces: Tuple[np.ndarray, Any]) -> List[np.ndarray]:
+    # A pure task: a new Store each time, so a retried or recomputed shard gives the same answer.
+    kept = []
+    with Store() as store:
+        for pos, keys in pieces:  # partition order
+            if len(pos) == 0:
+                kept.append(pos)
+                continue
+            mask = np.asarray(store.add_unique_many(keys), dtype=bool)
+            kept.append(pos[mask])
+    return kept
+
+
+def _keep_rows(part: Any, *kept: np.ndarray) -> Any:
+    mask = np.zeros(len(part), dtype=bool)
+    for pos in kept:
+        mask[pos] = True
+    return part[mask]
+
+
+def _dedup_exact(collection: Any, column: Optional[str], shards: Optional[int]) -> Any:
+    parts = _partitions(collection)
+    if shards is None:
+        shards = len(parts)
+    if isinstance(shards, bool) or not isinstance(shards, int) or shards < 1:
+        raise ValueError(f"shards must be an int >= 1, got {shards!r}")
+    token = uuid.uuid4().hex
+    split = [
+        dask.delayed(_split_by_shard, nout=shards, pure=True)(
+            part, column, shards, dask_key_name=f"cuckoo-dedup-split-{i}-{token}")
+        for i, part in enumerate(parts)
+    ]
+    decided = [
+        dask.delayed(_shard_dedup, nout=len(parts), pure=True)(
+            *[split[i][s] for i in range(len(parts))], dask_key_name=f"cuckoo-dedup-shard-{s}-{token}")
+        for s in range(shards)
+    ]
+    kept = [
+        dask.delayed(_keep_rows, pure=True)(part, *[decided[s][i] for s in range(shards)],
+                                            dask_key_name=f"cuckoo-dedup-keep-{i}-{token}")
+        for i, part in enumerate(parts)
+    ]
+    if isinstance(collection, da.Array):
+        return da.concatenate([da.from_delayed(k, shape=(math.nan,), dtype=collection.dtype) for k in kept])
+    return dd.from_delayed(kept, meta=collection._meta, divisions=collection.divisions, verify_meta=False)
+
+
 def dedup(
     collection: Any,
     column: Optional[str] = None,
     fpr: Optional[float] = None,
     capacity: Optional[int] = None,
     seed: Any = 0,
+    *,
+    exact: bool = False,
+    shards: Optional[int] = None,
     **filter_kwargs: Any,
 ) -> Any:
     """Drop every row whose key appeared earlier, in partition order (then row order): a lazy
@@ -336,10 +424,26 @@ def dedup(
     ``capacity`` defaults to the number of rows (one pass of ``len`` over the partitions unless
     an Array's chunk sizes are known); give it to skip that pass when you know a bound on the
     number of distinct keys.
+
+    ``exact=True``: no first occurrence is ever dropped, and the result equals pandas'
+    ``drop_duplicates(subset=column, keep="first")`` of the computed frame. Each partition sends
+    its keys (with their row positions) to ``shards`` shards by a hash of the key (default: as
+    many shards as partitions); each shard runs one anonymous ``cuckoo.Store`` over its keys in
+    (partition, row) order, in parallel with the others; each partition then keeps the rows its
+    shards found new. Keys cross between workers, rows never do. ``fpr``, ``capacity``, ``seed``
+    and filter arguments are for the filter path and are refused here.
     """
+    if not isinstance(exact, bool):
+        raise TypeError(f"exact must be a bool, not {type(exact).__name__}")
     keys = _keys(collection, column)
     if isinstance(collection, dd.DataFrame) and column is None:
         column = collection.columns[0]
+    if exact:
+        if fpr is not None or capacity is not None or seed != 0 or filter_kwargs:
+            raise ValueError("exact=True uses a Store per shard: fpr, capacity, seed and filter arguments do not apply")
+        return _dedup_exact(collection, column, shards)
+    if shards is not None:
+        raise ValueError("shards=... is for exact=True")
     total = _total_length(keys) if capacity is None else 0
     params = _filter_params(total, capacity, fpr, seed, filter_kwargs)
     token = uuid.uuid4().hex

@@ -23,6 +23,9 @@
 //   stage's nesting level (0, or k >= 1: a growth stage nested on stage 0, cuckoo/locate.hpp). It
 //   is written only for filters with a nested stage (growable filters that grew), so that earlier
 //   readers, which would locate keys in such a stage wrongly, refuse them by their version.
+//   Flag bit 1 (any version; growable filters whose expansion is not the default 2 only): the
+//   fixed header's reserved field holds the expansion (cuckoo/staged.hpp) as a u32 at offset 56,
+//   its last 4 bytes zero. Readers that do not know the bit refuse the file by its flags.
 //   then for each stage, at the next 64-byte-aligned offset: its packed table, followed by at
 //   least kTablePadding zero bytes up to the next 64-byte-aligned offset (the next table or the
 //   end of the file). Every gap byte is zero.
@@ -56,7 +59,8 @@ constexpr uint32_t kVersion = 3;          // the newest version this build write
 constexpr uint32_t kPlainVersion = 1;     // what it writes for filters without semi-sorted stages
 constexpr uint32_t kSemiSortedVersion = 2;  // ... with a semi-sorted stage and no nested one
 constexpr uint32_t kFlagGrowable = 1u;    // bit 0: a growable filter (stages added as it fills)
-constexpr uint32_t kKnownFlags = kFlagGrowable;
+constexpr uint32_t kFlagExpansion = 2u;   // bit 1: the reserved field holds the expansion
+constexpr uint32_t kKnownFlags = kFlagGrowable | kFlagExpansion;
 constexpr uint64_t kHeaderChecksumSeed = 0;
 constexpr uint64_t kTableChecksumSeed = 0;
 constexpr uint64_t kSectionAlignment = 64;  // tables start at multiples of 64 bytes
@@ -73,7 +77,7 @@ constexpr uint64_t kMaxMaxKicks = 1000000;
 namespace v1 {
 constexpr size_t kMagicAt = 0, kVersionAt = 8, kHeaderLengthAt = 12, kFileLengthAt = 16, kFlagsAt = 24,
                  kHashAt = 28, kSeedAt = 32, kCapacityAt = 40, kMaxKicksAt = 48, kStageCountAt = 52,
-                 kReservedAt = 56;
+                 kReservedAt = 56, kExpansionAt = 56, kReservedHighAt = 60;
 constexpr size_t kBucketSizeAt = 0, kFingerprintBitsAt = 4, kBucketCountAt = 8, kItemCountAt = 16,
                  kStageCapacityAt = 24, kTableOffsetAt = 32, kTableLengthAt = 40, kTableChecksumAt = 48,
                  kStageReservedAt = 56;
@@ -103,6 +107,7 @@ struct Header {
     uint32_t header_length = 0;
     uint64_t file_length = 0;
     uint32_t flags = 0;
+    uint32_t expansion = kDefaultExpansion;  // flag bit 1: the growth factor of a growable filter
     uint32_t hash_algorithm = 0;
     uint64_t seed = 0;
     uint64_t capacity = 0;
@@ -195,7 +200,9 @@ inline std::vector<unsigned char> header_bytes(const StagedFilter& f) {
     put_le(p + v1::kVersionAt, version, 4);
     put_le(p + v1::kHeaderLengthAt, hlen, 4);
     put_le(p + v1::kFileLengthAt, serialized_size(f), 8);
-    put_le(p + v1::kFlagsAt, f.growable() ? kFlagGrowable : 0, 4);
+    const bool expansion = f.growable() && f.expansion() != kDefaultExpansion;
+    put_le(p + v1::kFlagsAt, (f.growable() ? kFlagGrowable : 0) | (expansion ? kFlagExpansion : 0), 4);
+    if (expansion) put_le(p + v1::kExpansionAt, f.expansion(), 4);
     put_le(p + v1::kHashAt, static_cast<uint32_t>(f.first().hash_algorithm()), 4);
     put_le(p + v1::kSeedAt, f.first().seed(), 8);
     put_le(p + v1::kCapacityAt, f.first().capacity(), 8);
@@ -352,9 +359,18 @@ inline Header parse_v1(const unsigned char* data, size_t size, bool whole, uint3
     h.capacity = get_le64(p + v1::kCapacityAt);
     h.max_kicks = get_le32(p + v1::kMaxKicksAt);
     const uint32_t n = get_le32(p + v1::kStageCountAt);
-    if (get_le64(p + v1::kReservedAt) != 0) fail("corrupt header: reserved field is not zero");
     if (h.flags & ~kKnownFlags)
-        fail("unsupported flags " + std::to_string(h.flags) + " (this build knows bit 0 = growable)");
+        fail("unsupported flags " + std::to_string(h.flags) + " (this build knows bit 0 = growable, bit 1 = expansion)");
+    if (h.flags & kFlagExpansion) {
+        h.expansion = get_le32(p + v1::kExpansionAt);
+        if (get_le32(p + v1::kReservedHighAt) != 0) fail("corrupt header: reserved field is not zero");
+        if (!(h.flags & kFlagGrowable) || h.expansion < kMinExpansion || h.expansion > kMaxExpansion ||
+            h.expansion == kDefaultExpansion)
+            fail("corrupt header: expansion " + std::to_string(h.expansion) +
+                 " (a growable filter's 1, 3 or 4; 2 is written without the flag)");
+    } else if (get_le64(p + v1::kReservedAt) != 0) {
+        fail("corrupt header: reserved field is not zero");
+    }
     if (!valid_hash_algorithm(h.hash_algorithm))
         fail("unsupported hash algorithm " + std::to_string(h.hash_algorithm) + " (this build knows 1 = XXH64, 2 = XXH3)");
     if (header_length_for(n) != hlen)
@@ -587,7 +603,7 @@ inline StagedFilter from_bytes(const unsigned char* data, size_t size) {
         stages.push_back(detail::build(h, std::move(table), s));
         verify_table(stages.back(), s, i);
     }
-    return StagedFilter(std::move(stages), (h.flags & kFlagGrowable) != 0);
+    return StagedFilter(std::move(stages), (h.flags & kFlagGrowable) != 0, h.expansion);
 }
 
 // A read-only filter whose tables are views of data[table_offset, ...): nothing is copied, and
@@ -606,7 +622,7 @@ inline StagedFilter view_bytes(const unsigned char* data, size_t size, bool veri
         stages.push_back(detail::build(h, std::move(table), s));
         if (verify) verify_table(stages.back(), s, i);
     }
-    return StagedFilter(std::move(stages), (h.flags & kFlagGrowable) != 0);
+    return StagedFilter(std::move(stages), (h.flags & kFlagGrowable) != 0, h.expansion);
 }
 
 // ---- reading a stream ----------------------------------------------------------------------
@@ -701,7 +717,7 @@ inline StagedFilter from_stream_tables(const Header& h, std::vector<PackedTable>
         stages.push_back(detail::build(h, std::move(tables[i]), h.stages[i]));
         verify_table(stages.back(), h.stages[i], i);
     }
-    return StagedFilter(std::move(stages), (h.flags & kFlagGrowable) != 0);
+    return StagedFilter(std::move(stages), (h.flags & kFlagGrowable) != 0, h.expansion);
 }
 
 }  // namespace format

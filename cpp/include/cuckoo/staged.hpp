@@ -1,8 +1,10 @@
 // A filter made of one or more Filter stages: the object the Python API wraps.
 //
 // A fixed filter has exactly one stage and every operation goes straight to it. A growable filter
-// adds a stage when the newest one is full: stage k has twice the capacity of stage k - 1 and one
-// more fingerprint bit (up to 32). Growth stages are nested on the first (cuckoo/locate.hpp):
+// adds a stage when the newest one is full: with the default expansion 2, stage k has twice the
+// capacity of stage k - 1 and one more fingerprint bit (up to 32). The expansion (1..4, as
+// RedisBloom's EXPANSION; stored in files) is the growth factor of each new stage; see
+// "Expansion" below. Growth stages are nested on the first (cuckoo/locate.hpp):
 // stage k has exactly 2^k times its buckets, and a key's bucket pair and fingerprint in stage k
 // determine them in every earlier stage, which makes deletes and the set union exact across
 // stages. (Files of earlier releases have growth stages of their own geometry, level 0 but not
@@ -21,6 +23,17 @@
 // key never fit, however many stages there are), and the new stage's table fits in the
 // available memory. Otherwise the insert fails, the filter is unchanged, and last_failure()
 // says why.
+//
+// Expansion. Nesting needs a power of two: a new stage has 2^level times the first's buckets
+// and min(f0 + level, 32) fingerprint bits, so the factor is rounded up to one (3 grows like 4,
+// as RedisBloom rounds its expansion). The false-positive bound of every factor, with eps0 the
+// first stage's bound (about 2b / 2^f0), counting the stages the filter could still add:
+//   expansion 2: each stage 2x the last, one more bit: eps0 (1 + 1/2 + 1/4 + ...) < 2 eps0;
+//   expansion 3, 4: each stage 4x the last, two more bits: eps0 (1 + 1/4 + ...) < 4/3 eps0;
+//   expansion 1: each stage the first's size and fingerprints (level 0, the first's layout, so
+//   deletes and unions stay exact): k stages have a bound of k eps0, so the bound grows with
+//   the stages (at most kMaxStages of them): the price of memory that grows in small steps.
+// fpr_bound() returns exactly these sums (capped at 1).
 //
 // Every key is hashed once; each stage derives its own bucket and fingerprint from that hash.
 #pragma once
@@ -67,12 +80,26 @@ constexpr uint64_t kGrowthLoadCheckSlots = 4096;
 // `|`: idempotent, and shards built with set semantics merge into the filter of their union).
 enum class MergeMode { add, max };
 
+// Growth factors a growable filter accepts (see "Expansion" above); 2 is the default.
+constexpr unsigned kMinExpansion = 1, kMaxExpansion = 4, kDefaultExpansion = 2;
+
 class StagedFilter {
 public:
-    StagedFilter(Filter first, bool growable) : growable_(growable) { stages_.push_back(std::move(first)); }
-    StagedFilter(std::vector<Filter> stages, bool growable) : stages_(std::move(stages)), growable_(growable) {
+    StagedFilter(Filter first, bool growable, unsigned expansion = kDefaultExpansion)
+        : growable_(growable), expansion_(checked_expansion(expansion)) {
+        stages_.push_back(std::move(first));
+    }
+    StagedFilter(std::vector<Filter> stages, bool growable, unsigned expansion = kDefaultExpansion)
+        : stages_(std::move(stages)), growable_(growable), expansion_(checked_expansion(expansion)) {
         if (stages_.empty()) throw std::invalid_argument("a filter needs at least one stage");
     }
+    static unsigned checked_expansion(unsigned x) {
+        if (x < kMinExpansion || x > kMaxExpansion)
+            throw std::invalid_argument("expansion must be 1, 2, 3 or 4, not " + std::to_string(x));
+        return x;
+    }
+    // The growth factor of each new stage as asked for (3 grows like 4: see "Expansion").
+    unsigned expansion() const noexcept { return expansion_; }
 
     KeyHasher hasher() const noexcept { return first().hasher(); }
 
@@ -103,15 +130,19 @@ public:
         return 1.0 - miss;
     }
     // Upper bound at full load of every stage, and, for a growable filter, of every stage it
-    // could still add (a geometric series: at most twice the first stage's bound).
+    // could still add (see "Expansion": a geometric series for expansion 2..4, at most 2x / 4/3x
+    // the first stage's bound; for expansion 1 the first's bound for each stage it may still add).
     double fpr_bound() const noexcept {
         if (!growable_) return first().fpr_bound();
         double total = 0.0;
         for (const Filter& f : stages_) total += f.fpr_bound();
+        if (expansion_ == 1)
+            return std::min(total + first().fpr_bound() * static_cast<double>(kMaxStages - stages_.size()), 1.0);
         const Filter& last = newest();
+        const unsigned step = level_step();
         double next = last.fpr_bound();
-        for (unsigned bits = last.fingerprint_bits(); bits < kMaxFingerprintBits; ++bits) {
-            next /= 2.0;
+        for (unsigned bits = last.fingerprint_bits(); bits < kMaxFingerprintBits; bits += step) {
+            next /= static_cast<double>(1u << step);
             total += next;
         }
         return std::min(total, 1.0);
@@ -389,7 +420,7 @@ public:
     }
 
     bool operator==(const StagedFilter& o) const {
-        if (stages_.size() != o.stages_.size() || growable_ != o.growable_) return false;
+        if (stages_.size() != o.stages_.size() || growable_ != o.growable_ || expansion_ != o.expansion_) return false;
         for (size_t k = 0; k < stages_.size(); ++k)
             if (stages_[k] != o.stages_[k]) return false;
         return true;
@@ -397,9 +428,10 @@ public:
     bool operator!=(const StagedFilter& o) const { return !(*this == o); }
 
     // The next stage's geometry: nested on the first stage, at the lowest level with at least
-    // twice the buckets of the largest stage (merges may have kept smaller stages after it; stages
-    // of earlier releases are not nested): 2^level times the first's capacity and buckets,
-    // min(f0 + level, 32) fingerprint bits.
+    // `expansion` times the buckets of the largest stage (merges may have kept smaller stages
+    // after it; stages of earlier releases are not nested): 2^level times the first's capacity
+    // and buckets, min(f0 + level, 32) fingerprint bits. Expansion 1: the first's geometry
+    // (level 0).
     struct StageShape {
         uint64_t capacity;
         unsigned fingerprint_bits;
@@ -415,9 +447,11 @@ public:
     // The stage that follows a largest stage of `largest_buckets` buckets.
     StageShape stage_after(uint64_t largest_buckets) const {
         const Filter& base = first();
+        if (expansion_ == 1)
+            return {base.capacity(), base.fingerprint_bits(), base.table_bytes(), base.semi_sorted(), 0};
         unsigned level = 1;
-        // base >= 8 and largest <= 2^32 buckets: ends by level 30, before any shift overflows.
-        while ((base.bucket_count() << level) < 2 * largest_buckets) ++level;
+        // base >= 8 and largest <= 2^32 buckets: ends by level 31, before any shift overflows.
+        while ((base.bucket_count() << level) < uint64_t(expansion_) * largest_buckets) ++level;
         if ((base.bucket_count() << level) > kMaxBucketCount)
             throw std::length_error("capacity is too large: a filter holds at most 2^32 buckets");
         const unsigned bits = std::min(base.fingerprint_bits() + level, kMaxFingerprintBits);
@@ -563,8 +597,16 @@ private:
         return memory_limit_ ? bytes + next.table_bytes <= memory_limit_ : memory_available_for(next.table_bytes);
     }
     Filter new_stage(const StageShape& next) const {
+        if (next.level == 0) {  // expansion 1: an empty table of the first's layout
+            const Filter& base = first();
+            return Filter::from_parts(PackedTable(base.bucket_count(), base.bucket_size(), base.fingerprint_bits(),
+                                                  base.semi_sorted()),
+                                      base.max_kicks(), base.seed(), base.hash_algorithm(), base.capacity(), 0);
+        }
         return Filter::nested_on(first(), next.level, next.capacity, next.semi_sorted);
     }
+    // Levels (so fingerprint bits) a new stage adds for expansion 2..4.
+    unsigned level_step() const noexcept { return expansion_ <= 2 ? 1 : 2; }
     bool fail(InsertFailure why) noexcept {
         last_failure_ = why;
         return false;
@@ -659,6 +701,7 @@ private:
 
     std::vector<Filter> stages_;
     bool growable_ = false;
+    unsigned expansion_ = kDefaultExpansion;
     InsertFailure last_failure_ = InsertFailure::none;
     uint64_t memory_limit_ = 0;
     InsertStats retired_stats_;  // of stages dropped by clear() and compact()

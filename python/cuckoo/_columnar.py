@@ -1,0 +1,225 @@
+"""Dedup of Parquet and Arrow IPC files by a column, one row group / record batch at a time.
+
+Needs the ``arrow`` extra (pyarrow). The input is recognised by its magic bytes (``PAR1``:
+Parquet; ``ARROW1``: the Arrow IPC file format; a continuation marker: the IPC stream format);
+the output is written in the input's format (or the one its suffix names: ``.parquet``,
+``.arrow``/``.feather``/``.ipc``, ``.arrows``) with the input's schema. Each row group (Parquet)
+or record batch (IPC) is read, its key column goes through the filter or store in one bulk call
+(Arrow arrays go in without a copy), and the first row of each key is written whole; the file is
+never loaded at once.
+
+A row whose key is null follows ``missing`` (keep, drop, or error naming its row number, from 1).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Iterator, Optional, Tuple
+
+import numpy as np
+
+__all__ = ["sniff_columnar", "ColumnarResult", "dedup_columnar"]
+
+PARQUET_MAGIC = b"PAR1"
+IPC_FILE_MAGIC = b"ARROW1"
+IPC_STREAM_MAGIC = b"\xff\xff\xff\xff"
+SUFFIX_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".arrow": "ipc", ".feather": "ipc", ".ipc": "ipc",
+                  ".arrows": "ipc-stream"}
+ARROW_HINT = "Parquet and Arrow files need pyarrow: pip install 'cuckoo[arrow]' (or pyarrow)"
+
+
+def sniff_columnar(head: bytes) -> Optional[str]:
+    """"parquet", "ipc" (file format), "ipc-stream", or None, from a file's first bytes."""
+    if head.startswith(PARQUET_MAGIC):
+        return "parquet"
+    if head.startswith(IPC_FILE_MAGIC):
+        return "ipc"
+    if head.startswith(IPC_STREAM_MAGIC):
+        return "ipc-stream"
+    return None
+
+
+def _pyarrow() -> Any:
+    try:
+        import pyarrow
+
+        return pyarrow
+    except ImportError:
+        raise ImportError(ARROW_HINT) from None
+
+
+class ColumnarResult:
+    """Rows read, kept and dropped, and the row groups or batches processed."""
+
+    def __init__(self, rows_read: int, rows_kept: int, batches: int) -> None:
+        self.rows_read = rows_read
+        self.rows_kept = rows_kept
+        self.batches = batches
+
+    @property
+    def rows_dropped(self) -> int:
+        return self.rows_read - self.rows_kept
+
+    def __repr__(self) -> str:
+        return f"ColumnarResult(rows_read={self.rows_read}, rows_kept={self.rows_kept}, batches={self.batches})"
+
+
+def _batches(path: str, fmt: str) -> Tuple[Any, Iterator[Any], Any]:
+    """(schema, iterator of RecordBatches or Tables in file order, closer)."""
+    pa = _pyarrow()
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        pf = pq.ParquetFile(path)
+
+        def groups() -> Iterator[Any]:
+            for i in range(pf.num_row_groups):  # one row group in memory at a time
+                yield pf.read_row_group(i)
+
+        return pf.schema_arrow, groups(), pf.close
+    source = pa.memory_map(path, "r")
+    if fmt == "ipc":
+        reader = pa.ipc.open_file(source)
+        return reader.schema, (reader.get_batch(i) for i in range(reader.num_record_batches)), source.close
+    reader = pa.ipc.open_stream(source)
+    return reader.schema, iter(reader), source.close
+
+
+class _Writer:
+    def __init__(self, path: Optional[str], fmt: str, schema: Any) -> None:
+        pa = _pyarrow()
+        self.path = path
+        self.w: Any = None
+        if path is None:
+            return
+        if fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            self.w = pq.ParquetWriter(path, schema)
+        elif fmt == "ipc":
+            self.w = pa.ipc.new_file(path, schema)
+        else:
+            self.w = pa.ipc.new_stream(path, schema)
+        self.fmt = fmt
+
+    def write(self, table: Any) -> None:
+        if self.w is None or table.num_rows == 0:
+            return
+        self.w.write(table)  # a Table (a Parquet row group) or a RecordBatch: each writer takes both
+
+    def close(self) -> None:
+        if self.w is not None:
+            self.w.close()
+
+
+def _keys_of(col: Any, name: str) -> Any:
+    """The key column as something Filter/Store bulk calls take: Arrow string/binary arrays as
+    they are, integers as a NumPy array; a dictionary column decoded."""
+    pa = _pyarrow()
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    if pa.types.is_dictionary(col.type):
+        col = col.dictionary_decode()
+    t = col.type
+    if pa.types.is_integer(t):
+        return col.fill_null(0).to_numpy(zero_copy_only=False)
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return col
+    if getattr(pa.types, "is_string_view", lambda _: False)(t):
+        return col.cast(pa.string())
+    raise TypeError(f"column {name!r} has type {t}: keys must be integers, strings or binary")
+
+
+def dedup_columnar(source: Any, out: Any, key: str, *, exact: bool = False, filter: Any = None,
+                   fpr: Optional[float] = None, capacity: Optional[int] = None, seed: Optional[int] = None,
+                   dropped: Any = None, missing: str = "error", out_format: Optional[str] = None) -> ColumnarResult:
+    """Writes to `out` the rows of the Parquet or Arrow IPC file `source` whose `key` column value
+    was not seen in an earlier row, whole and in order, with the input's schema. ``exact=True``:
+    an anonymous cuckoo.Store decides (no false drop); else a cuckoo Filter (`filter`, or a
+    growable one sized by the row count and `fpr`, default 1e-4): a new key is dropped by
+    mistake with about the filter's FPR. `dropped`: a file of the same format for the other rows.
+    """
+    from ._core import Filter
+    from .store import Store
+
+    if missing not in ("keep", "drop", "error"):
+        raise ValueError(f"missing must be one of keep, drop, error, not {missing!r}")
+    if exact and (filter is not None or fpr is not None or capacity is not None or seed is not None):
+        raise ValueError("filter/fpr/capacity/seed are for the filter path; exact=True keeps every key exactly")
+    path = os.fspath(source)
+    with open(path, "rb") as fh:
+        fmt = sniff_columnar(fh.read(8))
+    if fmt is None:
+        raise ValueError(f"{path}: not a Parquet or Arrow IPC file (no PAR1 / ARROW1 magic)")
+    schema, batches, close_input = _batches(path, fmt)
+    if key not in schema.names:
+        close_input()
+        raise KeyError(f"{path} has no column {key!r} (columns: {', '.join(schema.names)})")
+    out_path = None if out is None else os.fspath(out)
+    dropped_path = None if dropped is None else os.fspath(dropped)
+    for p in (out_path, dropped_path):
+        if p is not None and os.path.exists(p) and os.path.samefile(p, path):
+            close_input()
+            raise ValueError(f"refusing to overwrite the input {path}")
+    wfmt = out_format or SUFFIX_FORMATS.get(os.path.splitext(out_path or "")[1].lower(), fmt)
+    seen: Any
+    if exact:
+        seen = Store()
+    elif filter is not None:
+        seen = filter
+    else:
+        rows = _row_count(path, fmt)
+        seen = Filter(max(int(rows * 1.1) + 16, 1024) if capacity is None else capacity,
+                      1e-4 if fpr is None else fpr, growable=capacity is None,
+                      seed=seed if seed is not None else "random")
+    writer = _Writer(out_path, wfmt, schema)
+    drop_writer = _Writer(dropped_path, wfmt, schema)
+    read = kept = count = 0
+    pa = _pyarrow()
+    try:
+        for batch in batches:
+            count += 1
+            col = batch.column(batch.schema.get_field_index(key))
+            n = batch.num_rows
+            nulls = np.asarray(col.is_null().to_numpy(zero_copy_only=False), dtype=bool) if col.null_count else None
+            mask = np.zeros(n, dtype=bool)
+            keyed = np.arange(n) if nulls is None else np.flatnonzero(~nulls)
+            if nulls is not None and missing == "error":
+                first = int(np.flatnonzero(nulls)[0])
+                keyed = keyed[keyed < first]
+            keys = _keys_of(col.take(pa.array(keyed)) if nulls is not None else col, key)
+            if len(keyed):
+                mask[keyed] = np.asarray(seen.add_unique_many(keys), dtype=bool)
+            if nulls is not None and missing == "keep":
+                mask |= nulls
+            if nulls is not None and missing == "error":
+                first = int(np.flatnonzero(nulls)[0])
+                writer.write(batch.slice(0, first).filter(pa.array(mask[:first])))
+                drop_writer.write(batch.slice(0, first).filter(pa.array(~mask[:first])))
+                raise ValueError(f"row {read + first + 1:,}: column {key!r} is null")
+            writer.write(batch.filter(pa.array(mask)))
+            drop_writer.write(batch.filter(pa.array(~mask)))
+            read += n
+            kept += int(mask.sum())
+    finally:
+        try:
+            writer.close()
+            drop_writer.close()
+        finally:
+            close_input()
+            if exact:
+                seen.close()
+    return ColumnarResult(read, kept, count)
+
+
+def _row_count(path: str, fmt: str) -> int:
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        return pq.ParquetFile(path).metadata.num_rows
+    if fmt == "ipc":
+        pa = _pyarrow()
+        with pa.memory_map(path, "r") as src:
+            r = pa.ipc.open_file(src)
+            return sum(r.get_batch(i).num_rows for i in range(r.num_record_batches))
+    return 1 << 16  # a stream: unknown, the filter grows

@@ -1,0 +1,469 @@
+"""Compressed input and output for dedup: gzip, bzip2, xz and zstd.
+
+An input is recognised by its first bytes (the formats' magic numbers), whatever its name, and
+decompressed on a thread of its own, so that decompressing overlaps the dedup work of the main
+thread (zlib, bz2 and lzma release the GIL while they work, and so does zstandard).
+:class:`DecompressingReader` is that thread's consumer end: ``read(size)`` returns decompressed
+bytes; ``fileno()`` is the read end of a pipe the thread writes into, for a reader that wants a
+file descriptor (a native pipeline). An error of the decompressor (a corrupt or truncated
+stream) is raised by the read that reaches it, never taken for the end of the input.
+
+An output whose name ends in ``.gz``, ``.bz2``, ``.xz`` or ``.zst`` is compressed in that
+format (:func:`open_output`), also on a thread of its own; ``flush()`` returns once every byte
+written so far is compressed, flushed out of the compressor (a sync point, so the data is
+complete) and handed to the OS: what ``dedup --store`` needs before it records a block.
+
+zstd needs the optional extra ``zstd`` (the ``zstandard`` package), or a Python with the
+standard library's ``compression.zstd`` (3.14 and later).
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+import os
+import queue
+import threading
+from typing import IO, Any, Callable, List, Optional
+
+__all__ = ["FORMATS", "sniff", "suffix_format", "DecompressingReader", "CompressingWriter", "open_input",
+           "open_output", "ZSTD_HINT"]
+
+# (name, magic) of each format, tried in order on an input's first bytes.
+FORMATS = (
+    ("gzip", b"\x1f\x8b"),
+    ("bzip2", b"BZh"),
+    ("xz", b"\xfd7zXZ\x00"),
+    ("zstd", b"\x28\xb5\x2f\xfd"),
+)
+MAGIC_BYTES = max(len(m) for _, m in FORMATS)
+SUFFIXES = {".gz": "gzip", ".bz2": "bzip2", ".xz": "xz", ".zst": "zstd"}
+ZSTD_HINT = "zstd needs the zstandard package: pip install 'cuckoo[zstd]' (or zstandard)"
+
+CHUNK = 1 << 20  # bytes the decompressing thread reads and hands over at a time
+QUEUE_CHUNKS = 8  # chunks in flight between the threads (bounds the memory: 8 MiB)
+
+
+def sniff(head: bytes) -> Optional[str]:
+    """The compression format whose magic number starts `head`, or None (plain data)."""
+    for name, magic in FORMATS:
+        if head.startswith(magic):
+            return name
+    return None
+
+
+def suffix_format(path: Any) -> Optional[str]:
+    """The format an output name asks for by its suffix (``.gz``, ``.bz2``, ``.xz``, ``.zst``), or None."""
+    if not isinstance(path, (str, os.PathLike)):
+        return None
+    return SUFFIXES.get(os.path.splitext(os.fspath(path))[1].lower())
+
+
+def _zstd() -> Any:
+    """The zstd module in use: the standard library's compression.zstd, else zstandard; ImportError
+    with the one-line hint when neither is there."""
+    try:
+        from compression import zstd  # type: ignore[import-not-found]  # Python 3.14+
+
+        return zstd
+    except ImportError:
+        pass
+    try:
+        import zstandard
+
+        return zstandard
+    except ImportError:
+        raise ImportError(ZSTD_HINT) from None
+
+
+def _decompressing(fmt: str, raw: IO[bytes]) -> IO[bytes]:
+    """A file object reading `raw` decompressed; multi-member gzip and multi-stream bzip2/xz/zstd
+    read as one stream, as zcat, bzcat, xzcat and zstdcat do."""
+    if fmt == "gzip":
+        return gzip.GzipFile(fileobj=raw, mode="rb")
+    if fmt == "bzip2":
+        return bz2.BZ2File(raw, mode="rb")
+    if fmt == "xz":
+        return lzma.LZMAFile(raw, mode="rb")
+    z = _zstd()
+    if hasattr(z, "ZstdFile"):  # the standard library's
+        return z.ZstdFile(raw, mode="rb")
+    return _ZstandardReader(z, raw)
+
+
+class _ZstandardReader:
+    """zstandard frames read one after another, as zstdcat does; unlike zstandard's stream_reader,
+    a stream that ends inside a frame raises (truncated) instead of ending quietly."""
+
+    def __init__(self, z: Any, raw: IO[bytes]) -> None:
+        self._z = z
+        self._raw = raw
+        self._d = z.ZstdDecompressor().decompressobj()
+        self._in_frame = False  # bytes of the current frame were given to the decompressor
+
+    def read(self, size: int = CHUNK) -> bytes:
+        while True:
+            data = self._raw.read(CHUNK)
+            if not data:
+                if self._in_frame:
+                    raise EOFError("the stream ends inside a zstd frame")
+                return b""
+            out = []
+            while data:
+                self._in_frame = True
+                out.append(self._d.decompress(data))
+                if not self._d.eof:
+                    break
+                data = self._d.unused_data
+                self._d = self._z.ZstdDecompressor().decompressobj()
+                self._in_frame = False
+            chunk = b"".join(out)
+            if chunk:
+                return chunk
+
+    def close(self) -> None:
+        pass
+
+
+class _Prefixed:
+    """`raw` with the bytes already read from it (the magic) put back in front."""
+
+    def __init__(self, head: bytes, raw: IO[bytes]) -> None:
+        self.head = head
+        self.raw = raw
+
+    def read(self, size: int = -1) -> bytes:
+        if self.head:
+            if size is None or size < 0:
+                data, self.head = self.head + self.raw.read(), b""
+                return data
+            data, self.head = self.head[:size], self.head[size:]
+            if len(data) < size:
+                data += self.raw.read(size - len(data))
+            return data
+        return self.raw.read(size)
+
+    def readinto(self, b: Any) -> int:
+        data = self.read(len(b))
+        b[: len(data)] = data
+        return len(data)
+
+    def readable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        pass  # the caller closes raw
+
+    @property
+    def closed(self) -> bool:
+        return False
+
+
+def _read_head(raw: IO[bytes]) -> bytes:
+    head = b""
+    while len(head) < MAGIC_BYTES:
+        more = raw.read(MAGIC_BYTES - len(head))
+        if not more:
+            break
+        head += more
+    return head
+
+
+class DecompressingReader:
+    """Decompressed bytes of `raw` (a binary file object in the format `fmt`), decompressed by a
+    thread of its own. ``read(size)`` returns at most `size` bytes, ``b""`` at the end; an error
+    of the thread (corrupt data, a read error) is raised there. ``fileno()`` switches to a pipe:
+    the thread writes into it and the caller reads its read end (then use either, not both).
+    ``close()`` stops the thread."""
+
+    def __init__(self, raw: IO[bytes], fmt: str, name: str = "input", head: bytes = b"") -> None:
+        self.name = name
+        self.format = fmt
+        self._raw = raw
+        self._file = _decompressing(fmt, _Prefixed(head, raw) if head else raw)  # may raise ImportError
+        self._queue: "queue.Queue[Optional[bytes]]" = queue.Queue(QUEUE_CHUNKS)
+        self._error: Optional[BaseException] = None
+        self._stop = threading.Event()
+        self._pending = b""
+        self._done = False
+        self._pipe: Optional[List[int]] = None
+        self._started = False
+        self._thread = threading.Thread(target=self._run, name=f"cuckoo-decompress-{fmt}", daemon=True)
+
+    # -- the decompressing thread --
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                chunk = self._file.read(CHUNK)
+                if not chunk:
+                    break
+                self._emit(chunk)
+        except BaseException as exc:  # handed to the reader, raised there
+            self._error = exc
+        finally:
+            self._emit(None)
+
+    def _emit(self, chunk: Optional[bytes]) -> None:
+        if self._pipe is not None:
+            if chunk is None:
+                os.close(self._pipe[1])
+                return
+            view = memoryview(chunk)
+            try:
+                while view and not self._stop.is_set():
+                    n = os.write(self._pipe[1], view)
+                    view = view[n:]
+            except BrokenPipeError:
+                self._stop.set()
+            return
+        while not self._stop.is_set():
+            try:
+                self._queue.put(chunk, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+
+    def _start(self) -> None:
+        if not self._started:
+            self._started = True
+            self._thread.start()
+
+    # -- the reader's end --
+    def read(self, size: int = -1) -> bytes:
+        if self._pipe is not None:
+            return self._read_pipe(size)
+        self._start()
+        if not self._pending:
+            if self._done:
+                return b""
+            chunk = self._queue.get()
+            if chunk is None:
+                self._done = True
+                self._raise_error()
+                return b""
+            self._pending = chunk
+        if size is None or size < 0:
+            parts = [self._pending]
+            self._pending = b""
+            while True:
+                more = self.read(CHUNK)
+                if not more:
+                    return b"".join(parts)
+                parts.append(more)
+        data, self._pending = self._pending[:size], self._pending[size:]
+        return data
+
+    def _read_pipe(self, size: int) -> bytes:
+        data = os.read(self._pipe[0], size if size and size > 0 else CHUNK)  # type: ignore[index]
+        if not data:
+            self._thread.join()
+            self._raise_error()
+        return data
+
+    def _raise_error(self) -> None:
+        if self._error is not None:
+            exc, self._error = self._error, None
+            raise _input_error(self.name, self.format, exc)
+
+    def fileno(self) -> int:
+        """The read end of a pipe the thread writes the decompressed bytes into (the thread's error,
+        if any, is raised by ``check()`` after the pipe's end of file)."""
+        if self._pipe is None:
+            if self._started:
+                raise ValueError("fileno() must come before the first read()")
+            r, w = os.pipe()
+            try:
+                import fcntl
+
+                fcntl.fcntl(w, getattr(fcntl, "F_SETPIPE_SZ", 1031), CHUNK)  # fewer, larger writes (Linux)
+            except (ImportError, OSError):
+                pass
+            self._pipe = [r, w]
+            self._start()
+        return self._pipe[0]
+
+    def check(self) -> None:
+        """Raises the decompressing thread's error, if it had one (after the end of the pipe)."""
+        self._thread.join()
+        self._raise_error()
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._started:
+            while self._thread.is_alive():
+                try:  # unblock a thread waiting on a full queue
+                    self._queue.get_nowait()
+                except queue.Empty:
+                    pass
+                self._thread.join(0.05)
+        if self._pipe is not None:
+            os.close(self._pipe[0])
+            self._pipe = None
+        try:
+            self._file.close()
+        except Exception:  # pragma: no cover - closing a half-read stream
+            pass
+
+    def __enter__(self) -> "DecompressingReader":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _input_error(name: str, fmt: str, exc: BaseException) -> BaseException:
+    # zlib.error, EOFError, OSError (BadGzipFile), LZMAError, ZstdError...: whatever the
+    # decompressor raised about its data; a MemoryError or an interrupt stays what it is.
+    if isinstance(exc, Exception) and not isinstance(exc, MemoryError):
+        err = ValueError(f"{name}: {fmt} data is corrupt or truncated ({type(exc).__name__}: {exc})")
+        err.__cause__ = exc
+        return err
+    return exc
+
+
+def open_input(raw: IO[bytes], name: str = "input") -> Any:
+    """`raw` itself when it is not compressed (with the bytes read to tell put back: a
+    file object with read()), else a :class:`DecompressingReader` of it. Reads the first bytes
+    of `raw` to tell."""
+    head = _read_head(raw)
+    fmt = sniff(head)
+    if fmt is None:
+        return _Prefixed(head, raw) if head else raw
+    return DecompressingReader(raw, fmt, name, head)
+
+
+class CompressingWriter:
+    """Writes to the binary file object `raw`, compressed in format `fmt`, on a thread of its own.
+    ``write`` queues the bytes (the thread's error, if any, is raised by the next call);
+    ``flush`` waits until every byte written so far is compressed, flushed out of the
+    compressor and handed to the OS; ``close`` ends the compressed stream (and closes `raw` if
+    `owned`)."""
+
+    def __init__(self, raw: IO[bytes], fmt: str, owned: bool = True, level: Optional[int] = None) -> None:
+        self.format = fmt
+        self._raw = raw
+        self._owned = owned
+        self._compress, self._sync, self._end = _compressor(fmt, level)
+        self._queue: "queue.Queue[Any]" = queue.Queue(QUEUE_CHUNKS)
+        self._error: Optional[BaseException] = None
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name=f"cuckoo-compress-{fmt}", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            try:
+                if self._error is None:
+                    if isinstance(item, threading.Event):
+                        self._out(self._sync())
+                        self._raw.flush()
+                    elif item is None:
+                        self._out(self._end())
+                        self._raw.flush()
+                    else:
+                        self._out(self._compress(item))
+            except BaseException as exc:
+                self._error = exc
+            finally:
+                if isinstance(item, threading.Event):
+                    item.set()
+            if item is None:
+                return
+
+    def _out(self, data: bytes) -> None:
+        if data:
+            self._raw.write(data)
+
+    def _check(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    def write(self, data: Any) -> int:
+        self._check()
+        if self._closed:
+            raise ValueError("write to a closed compressed output")
+        n = len(data)
+        if n:
+            self._queue.put(bytes(data))
+        return n
+
+    def flush(self) -> None:
+        self._check()
+        if self._closed:
+            return
+        done = threading.Event()
+        self._queue.put(done)
+        done.wait()
+        self._check()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._queue.put(None)
+        self._thread.join()
+        try:
+            self._check()
+        finally:
+            if self._owned:
+                self._raw.close()
+
+    def __enter__(self) -> "CompressingWriter":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _compressor(fmt: str, level: Optional[int]) -> "tuple[Callable[[bytes], bytes], Callable[[], bytes], Callable[[], bytes]]":
+    """(compress, sync, end) of a streaming compressor: sync ends a block so that everything given
+    so far can be decompressed; end finishes the stream."""
+    import zlib
+
+    if fmt == "gzip":
+        c = zlib.compressobj(6 if level is None else level, zlib.DEFLATED, 31)  # 31: a gzip header
+        return c.compress, lambda: c.flush(zlib.Z_SYNC_FLUSH), c.flush
+    if fmt == "xz":
+        c = lzma.LZMACompressor(preset=level)
+        # xz has no sync point inside a stream: a flush ends the stream and starts another (xz
+        # reads concatenated streams as one).
+        state = {"c": c}
+
+        def sync() -> bytes:
+            data = state["c"].flush()
+            state["c"] = lzma.LZMACompressor(preset=level)
+            return data
+
+        return lambda b: state["c"].compress(b), sync, lambda: state["c"].flush()
+    if fmt == "bzip2":
+        holder = {"c": bz2.BZ2Compressor(9 if level is None else level)}
+
+        def bsync() -> bytes:  # likewise: bzip2 streams concatenate
+            data = holder["c"].flush()
+            holder["c"] = bz2.BZ2Compressor(9 if level is None else level)
+            return data
+
+        return lambda b: holder["c"].compress(b), bsync, lambda: holder["c"].flush()
+    if fmt == "zstd":
+        z = _zstd()
+        if hasattr(z, "ZstdCompressor") and hasattr(z, "COMPRESSOBJ_FLUSH_BLOCK"):  # zstandard
+            co = z.ZstdCompressor(level=3 if level is None else level).compressobj()
+            return co.compress, lambda: co.flush(z.COMPRESSOBJ_FLUSH_BLOCK), co.flush
+        co = z.ZstdCompressor(level=level)
+        return co.compress, lambda: co.flush(co.FLUSH_BLOCK), lambda: co.flush(co.FLUSH_FRAME)
+    raise ValueError(f"unknown compression format {fmt!r}")
+
+
+def open_output(path: Any, fh: Optional[IO[bytes]] = None) -> Any:
+    """For an output name ending in .gz/.bz2/.xz/.zst: a CompressingWriter (over `fh` if given,
+    else the file opened here); else `fh` (or the file opened for writing)."""
+    fmt = suffix_format(path)
+    if fmt == "zstd":
+        _zstd()  # the hint before the file is created
+    owned = fh is None
+    raw = open(os.fspath(path), "wb") if fh is None else fh
+    if fmt is None:
+        return raw
+    return CompressingWriter(raw, fmt, owned=owned)

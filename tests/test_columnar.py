@@ -1,0 +1,111 @@
+"""cuckoo._columnar: Parquet and Arrow IPC dedup by a column, row group by row group, against
+pyarrow + pandas drop_duplicates."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+pd = pytest.importorskip("pandas")
+
+from cuckoo import _columnar as co  # noqa: E402
+
+
+def table(n: int, seed: int, nulls: bool = False) -> "pa.Table":
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(0, n // 4, size=n)
+    key = pa.array([f"ev-{i}" if not (nulls and i % 97 == 0) else None for i in ids.tolist()], pa.string())
+    return pa.table({
+        "event_id": key,
+        "n": pa.array(ids, pa.int64()),
+        "payload": pa.array([{"a": int(i), "b": [float(i)] * (i % 3)} for i in ids.tolist()]),
+        "when": pa.array(rng.integers(0, 10**12, size=n), pa.timestamp("ms")),
+    })
+
+
+def expected(t: "pa.Table", key: str) -> "pd.DataFrame":
+    df = t.to_pandas()
+    return df.drop_duplicates(subset=key, keep="first").reset_index(drop=True)
+
+
+@pytest.mark.parametrize("exact", [True, False])
+@pytest.mark.parametrize("key", ["event_id", "n"])
+def test_parquet_round_trip_equals_pandas(tmp_path, exact, key):
+    t = table(5000, 1)
+    src, dst, drp = tmp_path / "in.parquet", tmp_path / "out.parquet", tmp_path / "dropped.parquet"
+    pq.write_table(t, src, row_group_size=700)  # 8 row groups
+    r = co.dedup_columnar(src, dst, key, exact=exact, dropped=drp, **({} if exact else {"fpr": 1e-7}))
+    got = pq.read_table(dst)
+    assert got.schema == t.schema  # the same schema, nested and timestamp columns included
+    pd.testing.assert_frame_equal(got.to_pandas(), expected(t, key))
+    assert r.rows_read == 5000 and r.batches == 8 and r.rows_kept == got.num_rows
+    # Streamed: one output row group per input row group that keeps a row (late ones may keep none).
+    assert 1 < pq.ParquetFile(dst).num_row_groups <= 8
+    # kept + dropped == the input, as a multiset of rows
+    both = pd.concat([got.to_pandas(), pq.read_table(drp).to_pandas()])
+    a = both.astype(str).sort_values(list(both.columns)).reset_index(drop=True)
+    b = t.to_pandas().astype(str).sort_values(list(both.columns)).reset_index(drop=True)
+    pd.testing.assert_frame_equal(a, b)
+
+
+@pytest.mark.parametrize("fmt", ["file", "stream"])
+def test_arrow_ipc_round_trip(tmp_path, fmt):
+    t = table(3000, 2)
+    src = tmp_path / "in.arrow"
+    with pa.OSFile(str(src), "wb") as sink:
+        w = (pa.ipc.new_file if fmt == "file" else pa.ipc.new_stream)(sink, t.schema)
+        for b in t.to_batches(max_chunksize=500):
+            w.write_batch(b)
+        w.close()
+    dst = tmp_path / "out.bin"  # no suffix: the input's format
+    co.dedup_columnar(src, dst, "event_id", exact=True)
+    with pa.memory_map(str(dst)) as m:
+        got = (pa.ipc.open_file(m) if fmt == "file" else pa.ipc.open_stream(m)).read_all()
+    assert got.schema == t.schema
+    pd.testing.assert_frame_equal(got.to_pandas(), expected(t, "event_id"))
+
+
+def test_output_format_from_suffix(tmp_path):
+    t = table(500, 3)
+    src = tmp_path / "in.parquet"
+    pq.write_table(t, src)
+    co.dedup_columnar(src, tmp_path / "out.arrow", "event_id", exact=True)
+    with pa.memory_map(str(tmp_path / "out.arrow")) as m:
+        got = pa.ipc.open_file(m).read_all()
+    pd.testing.assert_frame_equal(got.to_pandas(), expected(t, "event_id"))
+
+
+def test_null_keys_follow_missing(tmp_path):
+    t = table(2000, 4, nulls=True)
+    src = tmp_path / "in.parquet"
+    pq.write_table(t, src, row_group_size=300)
+    df = t.to_pandas()
+    isnull = df["event_id"].isna()
+    first = ~df["event_id"].duplicated(keep="first") & ~isnull
+    co.dedup_columnar(src, tmp_path / "k.parquet", "event_id", exact=True, missing="keep")
+    pd.testing.assert_frame_equal(pq.read_table(tmp_path / "k.parquet").to_pandas(),
+                                  df[first | isnull].reset_index(drop=True))
+    co.dedup_columnar(src, tmp_path / "d.parquet", "event_id", exact=True, missing="drop")
+    pd.testing.assert_frame_equal(pq.read_table(tmp_path / "d.parquet").to_pandas(), df[first].reset_index(drop=True))
+    row = int(np.flatnonzero(isnull.to_numpy())[0]) + 1
+    with pytest.raises(ValueError, match=f"row {row:,}: column 'event_id' is null"):
+        co.dedup_columnar(src, tmp_path / "e.parquet", "event_id", exact=True)
+    before = pq.read_table(tmp_path / "e.parquet").to_pandas()  # the rows before it are written
+    pd.testing.assert_frame_equal(before, df[:row - 1][first[:row - 1]].reset_index(drop=True))
+
+
+def test_errors(tmp_path):
+    src = tmp_path / "in.parquet"
+    pq.write_table(table(100, 5), src)
+    with pytest.raises(KeyError, match="no column 'nope'"):
+        co.dedup_columnar(src, tmp_path / "o.parquet", "nope")
+    with pytest.raises(TypeError, match="column 'when' has type timestamp"):
+        co.dedup_columnar(src, tmp_path / "o.parquet", "when")
+    with pytest.raises(ValueError, match="refusing to overwrite the input"):
+        co.dedup_columnar(src, src, "n")
+    (tmp_path / "t.txt").write_bytes(b"a\nb\n")
+    with pytest.raises(ValueError, match="not a Parquet or Arrow IPC file"):
+        co.dedup_columnar(tmp_path / "t.txt", tmp_path / "o.parquet", "n")
+    assert co.sniff_columnar(b"PAR1xxxx") == "parquet" and co.sniff_columnar(b"ARROW1\0\0") == "ipc"

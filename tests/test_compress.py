@@ -1,0 +1,174 @@
+"""cuckoo._compress: inputs recognised by their magic bytes (any name), decompressed on a thread;
+outputs compressed by their suffix; flush() makes everything written so far decompressible."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import lzma
+import os
+import subprocess
+
+import pytest
+
+from cuckoo import _compress as cz
+
+zstandard = pytest.importorskip("zstandard")  # in the test extra (and the zstd extra)
+
+DATA = b"".join(b"line %d \xc3\xa9\r\n" % (i % 977) for i in range(50_000)) + b"last, no newline"
+
+COMPRESS = {
+    "gzip": gzip.compress,
+    "bzip2": bz2.compress,
+    "xz": lzma.compress,
+    "zstd": lambda d: zstandard.ZstdCompressor(write_checksum=True).compress(d),  # as the zstd tool writes
+}
+DECOMPRESS = {
+    "gzip": gzip.decompress,
+    "bzip2": bz2.decompress,
+    "xz": lzma.decompress,
+    "zstd": lambda d: zstandard.ZstdDecompressor().decompressobj().decompress(d),
+}
+SUFFIX = {"gzip": ".gz", "bzip2": ".bz2", "xz": ".xz", "zstd": ".zst"}
+
+
+def read_all(reader, size=65_536):
+    parts = []
+    while True:
+        chunk = reader.read(size)
+        if not chunk:
+            return b"".join(parts)
+        assert len(chunk) <= size
+        parts.append(chunk)
+
+
+@pytest.mark.parametrize("fmt", list(COMPRESS))
+def test_input_recognised_by_magic_whatever_its_name(fmt, tmp_path):
+    path = tmp_path / "events.txt"  # no suffix says what it is
+    path.write_bytes(COMPRESS[fmt](DATA))
+    with open(path, "rb") as raw:
+        r = cz.open_input(raw, str(path))
+        assert isinstance(r, cz.DecompressingReader) and r.format == fmt
+        assert read_all(r) == DATA
+        r.close()
+
+
+@pytest.mark.parametrize("fmt", list(COMPRESS))
+def test_concatenated_members_read_as_one(fmt):
+    raw = io.BytesIO(COMPRESS[fmt](b"a\nb\n") + COMPRESS[fmt](b"c\n"))
+    with cz.open_input(raw) as r:
+        assert read_all(r) == b"a\nb\nc\n"
+
+
+@pytest.mark.parametrize("data", [b"", b"x", b"\x1f", b"BZ", b"plain text\n" * 1000])
+def test_plain_input_is_passed_through(data):
+    r = cz.open_input(io.BytesIO(data))
+    assert not isinstance(r, cz.DecompressingReader)
+    assert read_all(r, 7) == data
+
+
+@pytest.mark.parametrize("fmt", list(COMPRESS))
+def test_corrupt_or_truncated_input_raises_not_ends(fmt):
+    good = COMPRESS[fmt](DATA)
+    for bad in (good[: len(good) // 2], good[:20] + bytes(200) + good[220:]):
+        with cz.open_input(io.BytesIO(bad), "in.x") as r:
+            with pytest.raises(ValueError, match=f"in.x: {fmt} data is corrupt or truncated"):
+                read_all(r)
+
+
+@pytest.mark.parametrize("fmt", list(COMPRESS))
+def test_fileno_is_a_pipe_of_the_decompressed_bytes(fmt):
+    r = cz.open_input(io.BytesIO(COMPRESS[fmt](DATA)))
+    fd = r.fileno()
+    parts = []
+    while True:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        parts.append(chunk)
+    r.check()
+    r.close()
+    assert b"".join(parts) == DATA
+
+
+def test_close_early_stops_the_thread():
+    r = cz.open_input(io.BytesIO(gzip.compress(DATA * 20)))
+    assert r.read(10) == DATA[:10]
+    r.close()
+    assert not r._thread.is_alive()
+
+
+@pytest.mark.parametrize("fmt", list(COMPRESS))
+def test_output_compressed_by_suffix_and_flush_makes_it_complete(fmt, tmp_path):
+    path = tmp_path / f"out{SUFFIX[fmt]}"
+    w = cz.open_output(path)
+    assert isinstance(w, cz.CompressingWriter)
+    w.write(DATA[:100_000])
+    w.flush()
+    # After flush, what the file holds decompresses to everything written so far (a sync point).
+    so_far = path.read_bytes()
+    got = cz.open_input(io.BytesIO(so_far))
+    if fmt in ("gzip", "zstd"):  # a sync point inside the stream: no end yet
+        got.close()
+        d = (zstandard.ZstdDecompressor().decompressobj().decompress(so_far) if fmt == "zstd"
+             else __import__("zlib").decompressobj(31).decompress(so_far))
+        assert d == DATA[:100_000]
+    else:  # a flush ends one stream and starts the next
+        assert read_all(got) == DATA[:100_000]
+    w.write(DATA[100_000:])
+    w.close()
+    assert DECOMPRESS[fmt](path.read_bytes()) == DATA  # the format's own reader agrees
+    with open(path, "rb") as raw, cz.open_input(raw) as r:
+        assert read_all(r) == DATA
+
+
+def test_output_without_a_known_suffix_is_plain(tmp_path):
+    w = cz.open_output(tmp_path / "out.txt")
+    w.write(b"abc")
+    w.close()
+    assert (tmp_path / "out.txt").read_bytes() == b"abc"
+
+
+def test_write_error_is_raised_by_a_later_call():
+    class Broken(io.RawIOBase):
+        def writable(self):
+            return True
+
+        def write(self, b):
+            raise OSError(28, "No space left on device")
+
+    w = cz.CompressingWriter(Broken(), "gzip")
+    w.write(b"x" * 100)
+    with pytest.raises(OSError, match="No space left"):
+        w.flush()
+
+
+def test_system_tools_read_our_output(tmp_path):
+    for fmt, tool in (("gzip", "zcat"), ("bzip2", "bzcat"), ("xz", "xzcat")):
+        path = tmp_path / f"o{SUFFIX[fmt]}"
+        w = cz.open_output(path)
+        w.write(DATA[:5000])
+        w.flush()
+        w.write(DATA[5000:9000])
+        w.close()
+        try:
+            out = subprocess.run([tool, str(path)], capture_output=True, check=True).stdout
+        except FileNotFoundError:
+            continue
+        assert out == DATA[:9000]
+
+
+def test_zstd_hint_when_missing(monkeypatch):
+    import builtins
+
+    real = builtins.__import__
+
+    def no_zstd(name, *args, **kwargs):
+        if name in ("zstandard", "compression"):
+            raise ImportError(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_zstd)
+    with pytest.raises(ImportError, match=r"pip install 'cuckoo\[zstd\]'"):
+        cz.open_input(io.BytesIO(b"\x28\xb5\x2f\xfd" + bytes(20)))
