@@ -1,4 +1,4 @@
-"""The `cuckoo` command line (python/cuckoo/cli.py): run as `python -m cuckoo` in a subprocess
+"""The `cuckoo` command line (python/cuckoo/cli/): run as `python -m cuckoo` in a subprocess
 (and once as the installed console script), plus in-process checks of the line/key machinery
 against an exact reference written in plain Python."""
 
@@ -407,7 +407,7 @@ def test_file_input_is_sized_by_its_distinct_lines(tmp_path, monkeypatch):
         made.append(capacity)
         return real(capacity, *a, **kw)
 
-    monkeypatch.setattr(cli, "Filter", spy)
+    monkeypatch.setattr(cli.estimate, "Filter", spy)
     assert cli.main(["dedup", "-q", "--fpr", LOW_FPR, str(src), "-o", str(tmp_path / "out")]) == 0
     assert (tmp_path / "out").read_bytes() == ref_dedup(data)
     assert made[-1] <= 2048, made
@@ -690,7 +690,7 @@ def test_automatic_filter(monkeypatch, tmp_path, supports_growable, from_stdin):
         made.append((capacity, kw.get("growable", False)))
         return real(min(capacity, 100_000), fpr)
 
-    monkeypatch.setattr(cli, "Filter", fake_filter)
+    monkeypatch.setattr(cli.estimate, "Filter", fake_filter)
     data = b"".join(b"%d\n" % (i % 3000) for i in range(10_000))
     src = tmp_path / "in.txt"
     src.write_bytes(data)

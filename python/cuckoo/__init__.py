@@ -68,8 +68,12 @@ _persist.install(Filter)
 
 __version__ = "0.2.0"
 
+# Last: the dedup engine (cuckoo.cli.engine) imports this package's names above.
+from .cli.engine import DedupResult, dedup  # noqa: E402
+
 __all__ = [
     "CuckooError",
+    "DedupResult",
     "Filter",
     "FilterFullError",
     "FormatError",
@@ -81,4 +85,5 @@ __all__ = [
     "__version__",
     "cpu_level",
     "cpu_levels",
+    "dedup",
 ]

@@ -1,0 +1,401 @@
+"""The dedup engine behind ``cuckoo dedup`` and :func:`cuckoo.dedup`: first occurrence of each
+record, in input order, through a filter (``exact=False``) or a store (``exact=True`` or
+``store=``).
+
+A *framing* turns blocks of input bytes into records and their keys. The default,
+:class:`LineFraming`, makes every line a record keyed by the line without its ``\\n`` and one
+``\\r`` before it; another framing (a field of the line, a CSV column) yields the same
+:class:`~cuckoo.cli.framing.Lines` blocks with its own key spans (``Lines(..., keys=(kstarts,
+klen))``), and everything after framing (the filter or store batch, the kept and dropped
+sinks, the counts) stays as it is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from typing import IO, Any, Callable, Iterable, Iterator, List, Optional, Union
+
+import numpy as np
+
+import cuckoo
+from cuckoo import Filter
+
+from .common import DEDUP_FPR, DEFAULT_BLOCK
+from .estimate import sized_filter
+from .framing import Lines, LineTooLong, Source, read_lines
+
+# Exact dedup reads blocks of 4 MiB: each block is one pass of the store's sorted verification over
+# its log, so larger blocks read the log fewer times, but hold more lines at once. Measured on
+# 10^7 lines (benchmarks/dedup.py input): 2 MiB 2.9-3.4 s / 140 MiB peak, 4 MiB 3.1 s / 115 MiB,
+# 8 MiB 3.8 s / 140 MiB.
+EXACT_BLOCK = 4 << 20
+
+# The longest key a store holds (its records' length field): a longer line is refused with one
+# line on stderr as soon as it is seen, before it is held in memory whole.
+MAX_STORE_KEY = (1 << 31) - 1
+
+
+def max_store_key() -> int:
+    """MAX_STORE_KEY, or less for the tests (CUCKOO_TEST_MAX_KEY: a long line without writing
+    2 GiB); never more."""
+    override = os.environ.get("CUCKOO_TEST_MAX_KEY")
+    return min(int(override), MAX_STORE_KEY) if override else MAX_STORE_KEY
+
+
+class LineFraming:
+    """Whole lines (the default framing): a record ends at ``\\n``; its key is the record
+    without the ``\\n`` and one ``\\r`` before it. A last line without ``\\n`` is a record too.
+
+    A framing has one method, ``blocks(source, block, max_key)``, yielding
+    :class:`~cuckoo.cli.framing.Lines` (records as whole lines of a block, with key spans);
+    ``native`` says the C++ pipeline can frame it itself (only whole lines)."""
+
+    native = True
+
+    def blocks(self, source: Source, block: int, max_key: Optional[int] = None) -> Iterator[Lines]:
+        return read_lines(source, block, max_key)
+
+
+class KeyTooLongError(ValueError):
+    """A record whose key is longer than the longest key a store holds. The records before it
+    are done (written, and recorded in the store); ``line`` is its 1-based number."""
+
+    def __init__(self, line: int, limit: int) -> None:
+        super().__init__(f"input line {line:,} is longer than {limit:,} bytes, the longest key a store holds")
+        self.line = line
+        self.limit = limit
+
+
+@dataclasses.dataclass(frozen=True)
+class DedupResult:
+    """What :func:`cuckoo.dedup` did (the figures ``cuckoo dedup`` reports)."""
+
+    lines_read: int
+    """Records (lines) read."""
+    lines_kept: int
+    """Records written to ``out``: the first occurrence of each key (for a filter, minus false drops)."""
+    bytes_read: int
+    """Input bytes read."""
+    seconds: float
+    """Wall time of the run."""
+    exact: bool
+    """True for the store path (no record ever dropped by mistake)."""
+    expected_false_drops: float = 0.0
+    """Filter path: the expected number of new records dropped by mistake (the sum over blocks of
+    kept records x the mean expected FPR before and after the block); 0 when exact."""
+    filter: Optional[Filter] = dataclasses.field(default=None, repr=False)
+    """Filter path: the filter holding every key seen (to save, or to pass to the next run)."""
+    sizing: str = ""
+    """Filter path: how the filter was chosen or sized."""
+    store_stats: Optional[dict] = dataclasses.field(default=None, repr=False)
+    """Store path: ``Store.stats()`` at the end of the run."""
+
+    @property
+    def lines_dropped(self) -> int:
+        """Records not written (repeats, and for a filter its false drops)."""
+        return self.lines_read - self.lines_kept
+
+
+# ---- sources and sinks ---------------------------------------------------------------------------
+
+
+class _LineIterStream:
+    """A binary stream over an iterable of lines (bytes): each item is one line, with or without
+    its ``\\n``; an item without one gets it when another item follows (as a file's last line)."""
+
+    def __init__(self, items: Iterable[Any]) -> None:
+        self._it = iter(items)
+        self._open = False  # the previous item had no '\n' of its own
+
+    def read(self, size: int = -1) -> bytes:
+        parts: List[bytes] = []
+        n = 0
+        for item in self._it:
+            if not isinstance(item, (bytes, bytearray, memoryview)):
+                raise TypeError(f"cuckoo.dedup: an iterable of lines must yield bytes, got {type(item).__name__}")
+            item = bytes(item)
+            nl = item.find(b"\n")
+            if 0 <= nl < len(item) - 1:
+                raise ValueError(f"cuckoo.dedup: an item of the iterable holds more than one line: {item[:60]!r}")
+            if self._open:
+                parts.append(b"\n")
+            parts.append(item)
+            n += len(item) + 1
+            self._open = nl < 0
+            if 0 <= size <= n:
+                break
+        return b"".join(parts)
+
+
+def _sources(source: Any) -> List[Source]:
+    """Sources of `source`: a path, a binary file object, an iterable of lines, or a list or
+    tuple of paths."""
+    if isinstance(source, (str, os.PathLike)):
+        return [Source(os.fspath(source))]
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        raise TypeError("cuckoo.dedup: pass bytes as io.BytesIO(data) (or data.splitlines(keepends=True))")
+    if hasattr(source, "read"):
+        return [Source(getattr(source, "name", "<stream>") if isinstance(getattr(source, "name", None), str)
+                       else "<stream>", source)]
+    if isinstance(source, (list, tuple)) and source and all(isinstance(s, (str, os.PathLike)) for s in source):
+        return [Source(os.fspath(s)) for s in source]
+    try:
+        items = iter(source)
+    except TypeError:
+        raise TypeError(f"cuckoo.dedup: source must be a path, a binary file object or an iterable of lines "
+                        f"(bytes), not {type(source).__name__}") from None
+    return [Source("<lines>", _LineIterStream(items))]  # type: ignore[arg-type]
+
+
+class _Sink:
+    """An output: a path (opened here, closed at the end), a binary file object, or None
+    (nothing written). `write` and `flush` are what the engine calls."""
+
+    def __init__(self, target: Any) -> None:
+        self.fh: Optional[IO[bytes]] = None
+        self.owned = False
+        if target is None:
+            return
+        if isinstance(target, (str, os.PathLike)):
+            self.fh = open(os.fspath(target), "wb")
+            self.owned = True
+        elif hasattr(target, "write"):
+            self.fh = target
+        else:
+            raise TypeError(f"cuckoo.dedup: an output must be a path or a binary file object, not "
+                            f"{type(target).__name__}")
+
+    def write(self, data: Any) -> None:
+        if self.fh is not None and len(data):
+            self.fh.write(data)
+
+    def flush(self) -> None:
+        if self.fh is not None and hasattr(self.fh, "flush"):
+            self.fh.flush()
+
+    def close(self) -> None:
+        if self.owned and self.fh is not None:
+            self.fh.close()
+
+
+def _finish(*sinks: Any) -> None:
+    """Flushes, then closes (what they opened), every sink, even when a flush fails."""
+    try:
+        for sink in sinks:
+            sink.flush()
+    finally:
+        for sink in sinks:
+            sink.close()
+
+
+def _as_sink(target: Any) -> Any:
+    """The CLI hands its own sinks (cli.output.Output: errors on one line); else a _Sink."""
+    if target is not None and hasattr(target, "write") and hasattr(target, "flush") and hasattr(target, "what"):
+        return target
+    return _Sink(target)
+
+
+def _progress_of(progress: Any) -> Callable[[int, int], None]:
+    if callable(progress):
+        return progress
+    if progress:
+        from .output import Progress
+
+        return Progress(True, "dedup").update
+    return lambda lines, nbytes: None
+
+
+# ---- the entry point -------------------------------------------------------------------------------
+
+
+def dedup(source: Any, out: Any = None, *, exact: bool = False, store: Any = None, filter: Optional[Filter] = None,
+          capacity: Optional[int] = None, fpr: Optional[float] = None, seed: Optional[int] = None,
+          threads: Optional[int] = None, dropped: Any = None, block_size: Optional[int] = None,
+          progress: Union[bool, Callable[[int, int], None]] = False, framing: Optional[Any] = None) -> DedupResult:
+    """Writes the first occurrence of each line of `source` to `out`, in input order.
+
+    Parameters
+    ----------
+    source
+        A path, a binary file object (read from its current position, not closed), an iterable
+        of lines (``bytes``; each item is one line, its ``\\n`` optional), or a list of paths
+        (read one after the other, as one input).
+    out
+        A path (created or truncated), a binary file object (written, flushed, not closed), or
+        None: nothing is written (the counts only).
+    exact
+        Keep every distinct line in an anonymous store (a temporary log, removed at the end):
+        no line is ever dropped by mistake. Without it (and without `store`), a cuckoo filter
+        remembers the lines: much less memory, and a new line is dropped by mistake with
+        probability about the filter's expected FPR (reported as ``expected_false_drops``).
+    store
+        A :class:`cuckoo.Store` or the path of one (created if absent): exact dedup against it.
+        Lines already in it count as seen; each block's new lines are added to it only after
+        they were written and flushed to `out`, so a run stopped anyhow and run again writes every
+        line at least once (only the lines of the last block may repeat).
+    filter
+        A :class:`cuckoo.Filter` to dedup against (lines already in it count as seen); it is
+        updated in place and returned as ``result.filter``. Default: a new filter, growable,
+        sized from an estimate of the distinct lines (or fixed at `capacity`), with target
+        false-positive rate `fpr` (default 1e-4) and `seed` (default a secret random seed).
+    threads
+        Threads of the native pipeline (default: the cores available). The output never
+        depends on it.
+    dropped
+        A second output (path or binary file object) for the lines not written to `out`, in input
+        order, exactly as read.
+    block_size
+        Bytes read at a time (default 2 MiB for a filter, 4 MiB for a store).
+    progress
+        True: a progress line on stderr; or a callable ``progress(lines, bytes)`` called after
+        each block.
+    framing
+        How input becomes records and keys (default :class:`LineFraming`: whole lines).
+
+    Returns
+    -------
+    DedupResult
+        Lines read, kept and dropped, bytes read, seconds, and for a filter the expected false
+        drops and the filter itself.
+
+    Raises
+    ------
+    cuckoo.FilterFullError
+        A fixed filter (`capacity`, or a fixed `filter`) filled: the lines before the failing
+        one are written and in the filter; the exception's ``dedup_result`` holds their counts.
+    KeyTooLongError
+        (A ``ValueError``.) A line longer than a store key (2**31 - 1 bytes): the lines before it
+        are done.
+
+    Lines are bytes, never decoded. ``a\\r\\n`` and ``a\\n`` are the same key (that of
+    ``b"a"``); lines are written back exactly as read; a last line without ``\\n`` gets one only
+    when more input follows it.
+    """
+    if exact and filter is not None or store is not None and filter is not None:
+        raise ValueError("cuckoo.dedup: filter= is for the filter path; exact=True/store= keep every key exactly")
+    if (exact or store is not None) and (capacity is not None or fpr is not None or seed is not None):
+        raise ValueError("cuckoo.dedup: capacity/fpr/seed are for the filter; exact=True/store= keep every key exactly")
+    if threads is not None and (not isinstance(threads, int) or threads < 1):
+        raise ValueError(f"cuckoo.dedup: threads must be a positive int, got {threads!r}")
+    if block_size is not None and block_size < 1:
+        raise ValueError(f"cuckoo.dedup: block_size must be positive, got {block_size!r}")
+    sources = source if isinstance(source, list) and source and isinstance(source[0], Source) else _sources(source)
+    framing = framing if framing is not None else LineFraming()
+    report = _progress_of(progress)
+    if exact or store is not None:
+        return _dedup_store(sources, out, store, dropped, block_size or EXACT_BLOCK, threads, report, framing)
+    return _dedup_filter(sources, out, filter, capacity, fpr, seed, dropped, block_size or DEFAULT_BLOCK, threads,
+                         report, framing)
+
+
+def _blocks(sources: List[Source], framing: Any, block: int, max_key: Optional[int] = None) -> Iterator[Any]:
+    """(lines, is_last_input) over all sources in order."""
+    for i, src in enumerate(sources):
+        try:
+            for lines in framing.blocks(src, block, max_key):
+                yield lines, i == len(sources) - 1
+        finally:
+            src.close()
+
+
+def _dedup_filter(sources: List[Source], out: Any, f: Optional[Filter], capacity: Optional[int], fpr: Optional[float],
+                  seed: Optional[int], dropped: Any, block: int, threads: Optional[int],
+                  report: Callable[[int, int], None], framing: Any) -> DedupResult:
+    how = "given"
+    if f is None:
+        f, _, how = sized_filter(sources, block, fpr if fpr is not None else DEDUP_FPR, seed, capacity)
+    sink, drop_sink = _as_sink(out), _as_sink(dropped)
+    read = kept_total = nbytes = 0
+    expected_false = 0.0
+    start = time.perf_counter()
+    fpr_before = f.expected_fpr
+    try:
+        for lines, last_input in _blocks(sources, framing, block):
+            mask, failed_at, exc = lines.insert(f, unique=True)
+            if failed_at is not None:
+                # Keep the work done: the lines before the failing one are written, and the
+                # filter holds exactly their keys.
+                sink.write(lines.select(mask, final=last_input))
+                before = np.zeros(len(lines), dtype=bool)
+                before[:failed_at] = ~mask[:failed_at]
+                drop_sink.write(lines.select(before, final=False))
+                kept_total += int(np.count_nonzero(mask))
+                read += failed_at
+                assert exc is not None
+                exc.dedup_result = DedupResult(read, kept_total, nbytes, time.perf_counter() - start, False,  # type: ignore[attr-defined]
+                                               expected_false, f, how)
+                raise exc
+            kept = int(np.count_nonzero(mask))
+            fpr_after = f.expected_fpr
+            expected_false += kept * 0.5 * (fpr_before + fpr_after)
+            fpr_before = fpr_after
+            sink.write(lines.select(mask, final=last_input))
+            if kept < len(lines):
+                drop_sink.write(lines.select(~mask, final=last_input))
+            read += len(lines)
+            kept_total += kept
+            nbytes += len(lines.buf) - (1 if lines.virtual else 0)
+            report(read, nbytes)
+    finally:
+        _finish(sink, drop_sink)
+    return DedupResult(read, kept_total, nbytes, time.perf_counter() - start, False, expected_false, f, how)
+
+
+def _dedup_store(sources: List[Source], out: Any, store: Any, dropped: Any, block: int, threads: Optional[int],
+                 report: Callable[[int, int], None], framing: Any) -> DedupResult:
+    owned = not isinstance(store, cuckoo.Store)
+    s = cuckoo.Store(None if store is None else os.fspath(store)) if owned else store
+    persistent = store is not None
+    sink, drop_sink = _as_sink(out), _as_sink(dropped)
+    max_key = max_store_key()
+    read = written = nbytes = 0
+    start = time.perf_counter()
+    ok = False
+    try:
+        try:
+            blocks = _blocks(sources, framing, block, max_key)
+            while True:
+                try:
+                    lines, last_input = next(blocks)
+                except StopIteration:
+                    break
+                except LineTooLong:
+                    raise KeyTooLongError(read + 1, max_key) from None
+                too_long = np.flatnonzero(lines.klen > max_key)
+                if len(too_long):  # do the lines before it, then stop
+                    lines = Lines(lines.data, int(lines.starts[too_long[0]]))
+                if persistent:
+                    # The block's records stay in memory until the batch commits, after its lines
+                    # were written and flushed: whatever stops the run before that (an exception
+                    # rolls the batch back, a kill leaves it unwritten) leaves none of them in
+                    # the store.
+                    with s.batch():
+                        mask = s._s.add_unique_spans(lines.buf, lines.kstarts, lines.klen)
+                        sink.write(lines.select(mask, final=last_input))
+                        drop_sink.write(lines.select(~mask, final=last_input))
+                        sink.flush()
+                        drop_sink.flush()
+                else:  # exact: the store dies with the run, there is no rerun to serve
+                    mask = s._s.add_unique_spans(lines.buf, lines.kstarts, lines.klen)
+                    sink.write(lines.select(mask, final=last_input))
+                    drop_sink.write(lines.select(~mask, final=last_input))
+                read += len(lines)
+                written += int(np.count_nonzero(mask))
+                nbytes += len(lines.buf) - (1 if lines.virtual else 0)
+                report(read, nbytes)
+                if len(too_long):
+                    raise KeyTooLongError(read + 1, max_key)
+        finally:
+            _finish(sink, drop_sink)
+        stats = s.stats()
+        ok = True
+    finally:
+        if owned:
+            try:
+                s.close()
+            except BaseException:
+                if ok:
+                    raise
+    return DedupResult(read, written, nbytes, time.perf_counter() - start, True, store_stats=stats)

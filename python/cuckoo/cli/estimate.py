@@ -1,0 +1,143 @@
+"""Key-count estimation: the distinct lines of the input, from samples of regular files or
+the first blocks of a pipe, to size a filter (or a store's index) before the first line."""
+
+from __future__ import annotations
+
+import collections
+import math
+from typing import Any, List, Optional, Tuple
+
+from cuckoo import Filter
+
+from .common import CliError, EXIT_USAGE, _one_line
+from .framing import Source
+
+
+# Sampling a regular file to estimate its distinct lines: this many windows of SAMPLE_WINDOW bytes.
+SAMPLE_WINDOWS = 16
+SAMPLE_WINDOW = 1 << 16
+
+
+# ---- sizing and filters ----------------------------------------------------------------------
+
+
+def _sample_keys(data: bytes, whole_start: bool, whole_end: bool) -> List[bytes]:
+    """The keys of the complete lines in `data` (a window of a file: a partial first or last line
+    is dropped unless the window starts or ends the file)."""
+    lines = data.split(b"\n")
+    if not whole_start:
+        lines = lines[1:]
+    if lines and (not whole_end or lines[-1] == b""):
+        lines = lines[:-1]
+    return [k[:-1] if k.endswith(b"\r") else k for k in lines]
+
+
+def distinct_estimate(sample: List[bytes], total_lines: float, complete: bool) -> float:
+    """Distinct keys of an input of about `total_lines` lines from a sample of its keys (all of
+    them when `complete`). The largest of: the distinct keys seen; Chao and Charikar's GEE,
+    sqrt(N/n) f1 + (d - f1) (f1 keys seen once, d seen at all), whose ratio error is bounded by
+    sqrt(N/n); and N f1/n (a sample of mostly single keys says the input is mostly distinct).
+    Never more than the lines. An underestimate only costs a growable filter a few stages."""
+    if complete or not sample:
+        return float(len(set(sample)))
+    counts = collections.Counter(sample)
+    n, d = len(sample), len(counts)
+    f1 = sum(1 for c in counts.values() if c == 1)
+    scale = max(total_lines / n, 1.0)
+    gee = math.sqrt(scale) * f1 + (d - f1)
+    return min(max(float(d), gee, total_lines * f1 / n), max(total_lines, float(d)))
+
+
+def estimate_keys(sources: List[Source], block: int) -> Tuple[int, bool]:
+    """An estimate of the distinct keys (lines) of the input, and whether it is an estimate at
+    all (False when a source is a pipe longer than two blocks). Regular files are sampled in
+    SAMPLE_WINDOWS windows (read whole when small); stdin is read up to two blocks ahead."""
+    keys: List[bytes] = []
+    total = 0.0
+    complete = True
+    for src in sources:
+        size = src.regular_size()
+        if size is not None and src.path is not None:
+            sample, lines = _sample_file(src.path, size)
+            keys.extend(sample)
+            total += lines
+            complete = complete and lines == len(sample)
+            continue
+        # stdin or a pipe: read two blocks ahead; if that was all of it, count exactly; if it is
+        # a regular file (`< big.txt`), scale the sample by its size; else the size is unknown.
+        chunk = src.read(block)
+        rest = src.read(block) if chunk else b""
+        src.pushed.extend(piece for piece in (chunk, rest) if piece)
+        head = chunk + rest
+        sample = _sample_keys(head, True, not rest or src.eof)
+        if rest and not src.eof:
+            if size is None:
+                return 0, False
+            complete = False
+            total += size / max(len(head) / max(head.count(b"\n"), 1), 1.0)
+        else:
+            total += len(sample)
+        keys.extend(sample)
+    return int(math.ceil(distinct_estimate(keys, total, complete))), True
+
+
+def _sample_file(path: str, size: int) -> Tuple[List[bytes], float]:
+    """(keys of the sampled lines, estimated lines of the file): the whole file when it is at most
+    SAMPLE_WINDOWS windows, else SAMPLE_WINDOWS windows spread evenly over it."""
+    try:
+        with open(path, "rb") as fh:
+            if size <= SAMPLE_WINDOWS * SAMPLE_WINDOW:
+                sample = _sample_keys(fh.read(), True, True)
+                return sample, float(len(sample))
+            keys: List[bytes] = []
+            nbytes = newlines = 0
+            for k in range(SAMPLE_WINDOWS):
+                off = (size - SAMPLE_WINDOW) * k // (SAMPLE_WINDOWS - 1)
+                fh.seek(off)
+                piece = fh.read(SAMPLE_WINDOW)
+                nbytes += len(piece)
+                newlines += piece.count(b"\n")
+                keys.extend(_sample_keys(piece, off == 0, off + len(piece) >= size))
+    except OSError as exc:
+        raise CliError(f"cuckoo: cannot read input '{path}': {_one_line(exc)}", EXIT_USAGE) from None
+    return keys, size / max(nbytes / max(newlines, 1), 1.0)
+
+
+# Capacity for input whose size cannot be known in advance (a pipe longer than one block) when
+# the filter cannot grow: about 85 MiB of table at the default dedup FPR.
+STDIN_CAPACITY = 50_000_000
+MIN_CAPACITY = 1024
+# Initial capacity of a growable filter for input of unknown size.
+GROWABLE_START = 1 << 20
+
+
+def new_filter(capacity: int, fpr: float, growable: bool, seed: Any = None) -> Tuple[Filter, bool]:
+    """A filter of `capacity` keys; a growable one when asked and this build supports it. `seed`
+    None: a secret random seed (stored in the filter)."""
+    if growable:
+        try:
+            return Filter(capacity, fpr, growable=True, seed=seed), True  # type: ignore[call-arg]
+        except TypeError:
+            pass  # this build has no growable filters
+    return Filter(capacity, fpr, seed=seed), False
+
+
+def sized_filter(sources: List[Source], block: int, fpr: float, seed: Any = None, capacity: Optional[int] = None
+                 ) -> Tuple[Filter, bool, str]:
+    """A new filter for the lines of `sources`: (filter, growable, how it was sized). Fixed at
+    `capacity` when given; else growable (when this build can), its initial capacity the
+    estimate of the distinct lines x 1.2, or GROWABLE_START for input of unknown size. `seed`
+    None: a secret random seed."""
+    if capacity is not None:
+        return Filter(capacity, fpr, seed=seed), False, f"capacity {capacity:,} (fixed)"
+    estimate, known = estimate_keys(sources, block)
+    capacity = max(int(estimate * 1.2) + 16, MIN_CAPACITY) if known else GROWABLE_START
+    f, growable = new_filter(capacity, fpr, growable=True, seed=seed)
+    if growable:
+        how = "estimated distinct lines" if known else "input of unknown size"
+        return f, True, f"growable, initial capacity {capacity:,} ({how})"
+    if not known:
+        capacity = STDIN_CAPACITY
+        f = Filter(capacity, fpr, seed=seed)
+    how = "estimated from the input" if known else "default for input of unknown size"
+    return f, False, f"capacity {capacity:,} ({how})"

@@ -1,0 +1,259 @@
+"""The filter subcommands (dedup with a filter, build, query, info) and the filter files
+they read and write."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from typing import List, Optional, Tuple
+
+import numpy as np
+
+import cuckoo
+from cuckoo import Filter, FilterFullError
+from cuckoo._grow import growable_version
+
+from .common import BUILD_FPR, CliError, DEDUP_FPR, EXIT_FILTER_FILE, EXIT_FULL, EXIT_OK, EXIT_USAGE, _one_line
+from .engine import dedup
+from .estimate import sized_filter
+from .framing import Source, iter_blocks, sources_of
+from .output import (
+    Output, Progress, _bytes, _note, _progress_enabled, _si, _small, inputs_of, refuse_clobber, write_stdout,
+)
+from .stores import cmd_dedup_exact
+
+
+def load_filter(path: str, writable: bool = False, **load_options: bool) -> Filter:
+    """Filter.load(path, **load_options), with every failure turned into a one-line exit-2 error."""
+    prefix = f"cuckoo: cannot read filter file '{path}'"
+    if not os.path.exists(path):
+        raise CliError(f"{prefix}: No such file or directory", EXIT_FILTER_FILE)
+    load = getattr(Filter, "load", None)
+    if load is None:
+        raise CliError(f"{prefix}: this build of cuckoo has no Filter.load", EXIT_FILTER_FILE)
+    try:
+        f = load(path, **load_options)
+    except (OSError, cuckoo.CuckooError, ValueError, TypeError, EOFError, MemoryError, OverflowError) as exc:
+        raise CliError(f"{prefix}: {_one_line(exc)}", EXIT_FILTER_FILE) from None
+    if not isinstance(f, Filter):
+        raise CliError(f"{prefix}: not a cuckoo filter", EXIT_FILTER_FILE)
+    if writable and getattr(f, "read_only", False):
+        f = f.copy()
+    return f
+
+
+def check_can_save(path: str) -> None:
+    if not hasattr(Filter, "save"):
+        raise CliError(f"cuckoo: cannot write filter file '{path}': this build of cuckoo has no Filter.save",
+                       EXIT_FILTER_FILE)
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise CliError(f"cuckoo: cannot write filter file '{path}': no directory {parent}", EXIT_FILTER_FILE)
+
+
+def save_filter(f: Filter, path: str) -> None:
+    try:
+        f.save(path)  # type: ignore[attr-defined]
+    except (OSError, cuckoo.CuckooError, ValueError) as exc:
+        raise CliError(f"cuckoo: cannot write filter file '{path}': {_one_line(exc)}", EXIT_FILTER_FILE) from None
+
+
+def full_error(command: str, f: Filter, line: int, exc: FilterFullError, stdin: bool, kept: str) -> CliError:
+    """The exit-3 error: the filter filled (or cannot hold the key) at input line `line` (1-based);
+    `kept` says what holds the lines before it."""
+    reason = getattr(exc, "reason", "full")
+    if reason == "copies":
+        what = ("the line's key already fills both of its buckets (a line repeated more than 2 x bucket_size "
+                "times, or lines crafted to collide)")
+        hint = ("drop --multiset to store each line once" if command == "build" else
+                "give --seed (a secret seed is the default) if the input may be crafted")
+    elif reason == "low_load":
+        what = "the lines' keys collide far more than random keys (input crafted against the seed?)"
+        hint = "use a secret seed (the default without --seed)"
+    elif reason in ("memory", "max_stages"):
+        what = "the filter cannot grow: " + " ".join(str(exc).split(";")[0].split(": ", 1)[-1].split())
+        hint = "give --capacity N, or free memory"
+    else:
+        what = f"no room for it ({len(f):,} keys, capacity {f.capacity:,}, load {f.load_factor:.1%})"
+        hint = ("the input size is unknown on stdin: give --capacity N (N >= the number of distinct lines)"
+                if stdin else "give a larger --capacity")
+    return CliError(f"cuckoo {command}: the filter is full at input line {line:,}: {what}; {kept}; {hint}", EXIT_FULL)
+
+
+def _auto_filter(args: argparse.Namespace, sources: List[Source], fpr: float) -> Tuple[Filter, bool, str]:
+    """The filter for dedup/build: loaded, fixed (--capacity) or automatic (growable, sized by an
+    estimate of the distinct lines). New filters get --seed, else a secret random seed."""
+    if getattr(args, "filter", None):
+        f = load_filter(args.filter, writable=True)
+        # The README's resume after exit 3 (--save, then --filter) loads a full fixed filter: it
+        # grows from there, like a filter this command sizes itself (no --capacity).
+        g = growable_version(f)
+        if g is None:
+            return f, False, f"loaded from {args.filter}"
+        return g, True, f"loaded from {args.filter}" + ("" if f.growable else ", growable")
+    return sized_filter(sources, args.block_size, fpr, args.seed, args.capacity)
+
+
+def _on_stdin(sources: List[Source]) -> bool:
+    return any(s.is_stdin or s.regular_size() is None for s in sources)
+
+
+def cmd_dedup(args: argparse.Namespace) -> int:
+    if args.exact or args.store:
+        return cmd_dedup_exact(args)
+    sources = sources_of(args.files)
+    filter_files = [(path, f"the filter file '{path}'") for path in (args.filter, args.save) if path]
+    refuse_clobber(args.output, "output", inputs_of(sources) + filter_files)
+    refuse_clobber(args.save, "--save file", inputs_of(sources))
+    if args.save:
+        check_can_save(args.save)
+    if args.filter and (args.capacity is not None or args.fpr is not None or args.seed is not None):
+        raise CliError("cuckoo dedup: --filter takes the loaded filter's parameters: drop --capacity/--fpr/--seed",
+                       EXIT_USAGE)
+    fpr = args.fpr if args.fpr is not None else DEDUP_FPR
+    f, growable, how = _auto_filter(args, sources, fpr)
+    out = Output(args.output, sources)
+    progress = Progress(_progress_enabled(args), "dedup")
+    failure: Optional[CliError] = None
+    try:
+        r = dedup(sources, out, filter=f, threads=args.threads, block_size=args.block_size, progress=progress.update)
+    except FilterFullError as exc:
+        # Keep the work done: the lines before the failing one are written, and the filter
+        # (holding exactly their keys) is saved below.
+        r = exc.dedup_result  # type: ignore[attr-defined]
+        done = (f"the {r.lines_read:,} lines before it are deduplicated in the output"
+                + (f" and in the filter saved to {args.save}" if args.save else ""))
+        failure = full_error("dedup", f, r.lines_read + 1, exc, _on_stdin(sources), done)
+    finally:
+        progress.done()
+        out.close()
+    if args.save:
+        save_filter(f, args.save)
+    if failure is not None:
+        raise failure
+    _note(args, f"cuckoo dedup: {r.lines_read:,} lines read, {r.lines_kept:,} written, {r.lines_dropped:,} dropped "
+                f"in {r.seconds:.2f} s ({_si(r.lines_read / max(r.seconds, 1e-9))} lines/s)")
+    _note(args, f"cuckoo dedup: expected unique lines wrongly dropped: {_small(r.expected_false_drops)} "
+                f"(filter: {how}, {len(f):,} keys, {_bytes(f.nbytes)}, {f.fingerprint_bits}-bit fingerprints, "
+                f"FPR now {f.expected_fpr:.2g})" + (f"; saved to {args.save}" if args.save else ""))
+    return EXIT_OK
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    sources = sources_of(args.files)
+    refuse_clobber(args.output, "output", inputs_of(sources))
+    check_can_save(args.output)
+    fpr = args.fpr if args.fpr is not None else BUILD_FPR
+    f, _, how = _auto_filter(args, sources, fpr)
+    progress = Progress(_progress_enabled(args), "build")
+    read = added = nbytes = 0
+    failure: Optional[CliError] = None
+    try:
+        for lines, _last in iter_blocks(sources, args.block_size):
+            mask, failed_at, exc = lines.insert(f, unique=not args.multiset)
+            added += int(np.count_nonzero(mask))
+            if failed_at is not None:
+                read += failed_at
+                assert exc is not None
+                failure = full_error("build", f, read + 1, exc, _on_stdin(sources),
+                                     f"the filter of the {read:,} lines before it is saved to {args.output}")
+                break
+            read += len(lines)
+            nbytes += len(lines.buf)
+            progress.update(read, nbytes)
+    finally:
+        progress.done()
+    save_filter(f, args.output)
+    if failure is not None:
+        raise failure
+    _note(args, f"cuckoo build: {read:,} lines, {added:,} keys added, {len(f):,} in the filter "
+                f"({how}; load {f.load_factor:.1%}, {_bytes(f.nbytes)}, expected FPR {f.expected_fpr:.2g}) -> {args.output}")
+    return EXIT_OK
+
+
+def cmd_query(args: argparse.Namespace) -> int:
+    sources = sources_of(args.files)
+    refuse_clobber(args.output, "output", [(args.filter, f"the filter file '{args.filter}'")])
+    f = load_filter(args.filter)
+    out = Output(args.output, sources)
+    progress = Progress(_progress_enabled(args), "query")
+    read = shown = nbytes = 0
+    try:
+        for lines, last_input in iter_blocks(sources, args.block_size):
+            if args.count:
+                counts = lines.apply(f.count_many, np.uint8)
+                out.write(lines.with_prefix(counts, final=last_input))
+                shown += int(np.count_nonzero(counts))
+            else:
+                present = lines.apply(f.contains_many, bool)
+                shown += int(np.count_nonzero(present))
+                out.write(lines.select(~present if args.absent else present, final=last_input))
+            read += len(lines)
+            nbytes += len(lines.buf)
+            progress.update(read, nbytes)
+    finally:
+        progress.done()
+        out.close()
+    if args.verbose:
+        absent = read - shown
+        _note(args, f"cuckoo query: {read:,} lines, {shown:,} maybe present, {absent:,} absent")
+    return EXIT_OK
+
+
+def filter_info(f: Filter, path: Optional[str] = None) -> dict:
+    info: dict = {}
+    if path is not None:
+        info["path"] = path
+        info["file_bytes"] = os.path.getsize(path)
+    info.update(
+        keys=len(f),
+        capacity=f.capacity,
+        load_factor=f.load_factor,
+        bucket_count=f.bucket_count,
+        bucket_size=f.bucket_size,
+        slot_count=f.slot_count,
+        fingerprint_bits=f.fingerprint_bits,
+        nbytes=f.nbytes,
+        bits_per_item=f.bits_per_item,
+        expected_fpr=f.expected_fpr,
+        fpr_bound=f.fpr_bound,
+        seed=f.seed,
+        max_kicks=f.max_kicks,
+    )
+    for extra in ("growable", "semi_sort"):
+        if hasattr(f, extra):
+            info[extra] = getattr(f, extra)
+    return info
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    # Memory-mapped: only the header is read and checked (its checksum, every field, the layout
+    # against the file's size), so this is instant at any size; --verify also reads every table
+    # (checksums, item counts) from the mapping, without a copy in memory.
+    f = load_filter(args.filter, mmap=True, verify=args.verify)
+    info = filter_info(f, args.filter)
+    info["verified"] = args.verify
+    if args.json:
+        write_stdout(json.dumps(info, indent=2) + "\n")
+        return EXIT_OK
+    bpi = info["bits_per_item"]
+    rows = [
+        ("file", f"{args.filter} ({_bytes(info['file_bytes'])})"),
+        ("keys", f"{info['keys']:,} of capacity {info['capacity']:,} (load {info['load_factor']:.1%} of "
+                 f"{info['slot_count']:,} slots)"),
+        ("table", f"{info['bucket_count']:,} buckets x {info['bucket_size']} slots x "
+                  f"{info['fingerprint_bits']}-bit fingerprints"),
+        ("memory", f"{_bytes(info['nbytes'])}" + (f" ({bpi:.1f} bits per key)" if info["keys"] else "")),
+        ("expected FPR", f"{info['expected_fpr']:.3g} at the current load, {info['fpr_bound']:.3g} when full"),
+        ("seed", str(info["seed"])),
+        ("max_kicks", str(info["max_kicks"])),
+    ]
+    if "growable" in info:
+        rows.append(("growable", str(info["growable"])))
+    rows.append(("checked", "every byte (checksums, item counts)" if args.verify
+                 else "the header (--verify reads and checks every byte)"))
+    width = max(len(k) for k, _ in rows)
+    write_stdout("".join(f"{k:<{width}}  {v}\n" for k, v in rows))
+    return EXIT_OK

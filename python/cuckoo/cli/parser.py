@@ -1,0 +1,321 @@
+"""Argument parsing and ``main``: the subcommands' options, help texts and exit codes."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from typing import Any, NoReturn, Optional, Sequence
+
+import cuckoo
+from cuckoo import theory
+
+from .common import BUILD_FPR, CliError, DEDUP_FPR, DEFAULT_BLOCK, EXIT_USAGE, EXIT_WRITE
+from .demo import cmd_demo
+from .estimate import GROWABLE_START
+from .filters import cmd_build, cmd_dedup, cmd_info, cmd_query
+from .output import _discard_stdout, write_error
+from .stores import (
+    cmd_store_compact, cmd_store_del, cmd_store_export, cmd_store_get, cmd_store_import, cmd_store_info,
+    cmd_store_put,
+)
+
+
+# ---- argument parsing ------------------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with usage errors exiting 1 (argparse's own default is 2, our filter-file code)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text.replace("_", "").replace(",", ""))
+    except ValueError:
+        try:
+            v = int(float(text))  # 1e6
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+    return v
+
+
+def _fpr(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.0 < v < 1.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1 (exclusive): {text!r}")
+    return v
+
+
+LINES_HELP = """\
+lines: bytes, never decoded. A line ends at \\n; its key is the line without the \\n and
+without one \\r before it (so "a\\r\\n" and "a\\n" are the same key, the one b"a" is in Python).
+Lines are written back exactly as read; a last line without \\n is a line (it gets a \\n only
+when more input follows it); empty lines are keys too. FILE '-' or no FILE reads stdin."""
+
+EXIT_HELP = """\
+exit codes: 0 ok, 1 usage error or unreadable input, 2 a filter file that cannot be read or
+written, 3 the filter is full (fixed --capacity too small), 4 the output cannot be written
+(e.g. no space left on the device)."""
+
+# The default dedup filter's fingerprint width, from the core's sizing rule (cuckoo.theory).
+_DEDUP_BITS = theory.fingerprint_bits(DEDUP_FPR)
+
+DEDUP_EPILOG = f"""\
+Writes each line the first time it is seen, in input order. A cuckoo filter remembers the keys
+as short fingerprints ({_DEDUP_BITS} bits at the default --fpr, about {_DEDUP_BITS / theory.design_load(4):.0f} bits per line of capacity),
+so memory stays small however long the lines are; the price is that a new line whose
+fingerprint collides with a stored one is dropped by mistake.
+
+progress (lines, lines/s) is shown on stderr when stderr is a terminal; --progress forces it,
+--quiet turns it and the final report off.
+
+capacity: --capacity N fixes the filter size (exit 3 if more than about N distinct lines arrive:
+the lines before the failing one are written, --save saves the filter holding exactly them, and
+stderr names the line N: resume with tail -n +N and --filter that file, which then grows).
+Without it the filter grows, starting from an estimate of the distinct
+lines x 1.2: counted for files of up to 1 MiB and stdin of up to two blocks, estimated from 16
+sampled windows of larger files, {GROWABLE_START:,} for longer pipes.
+
+seed: new filters get a secret random seed (stored in the --save file), so that input crafted
+against the public hash behaves like any other; --seed N makes the filter file reproducible.
+
+report (stderr, unless --quiet): lines read, written, dropped, and the expected number of
+unique lines wrongly dropped: each kept line was tested against the filter, which answers
+"seen" falsely with probability about its expected_fpr at that moment (it rises with the load).
+The figure sums, per block, (lines kept) x (mean of expected_fpr before and after the block).
+
+{LINES_HELP}
+
+{EXIT_HELP}
+
+examples:
+  cuckoo dedup big.txt -o unique.txt
+  zcat logs/*.gz | cuckoo dedup --capacity 200000000 | wc -l
+  cuckoo dedup today.txt --filter seen.cuckoo --save seen.cuckoo > new.txt"""
+
+
+def _add_input_options(p: argparse.ArgumentParser, progress: bool = True) -> None:
+    p.add_argument("files", nargs="*", metavar="FILE", help="input files ('-' or none: stdin)")
+    if progress:
+        p.add_argument("--progress", action="store_true",
+                       help="show progress (lines, lines/s) on stderr even when it is not a terminal")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress and no report on stderr")
+    p.add_argument("--block-size", type=_positive_int, default=DEFAULT_BLOCK, metavar="BYTES",
+                   help=f"read input in blocks of this many bytes (default {DEFAULT_BLOCK >> 20} MiB)")
+
+
+STORE_EPILOG = """\
+A store is an exact key-value file: an append-only log of records (locked by its one writer)
+and, beside it, STORE.idx (a snapshot of the in-memory index, written on close).
+
+  cuckoo store import data.store big.txt       each line becomes a record (key: its number)
+  cuckoo store export data.store -o copy.txt   ... and comes back byte for byte
+  cuckoo store import kv.store --tsv pairs.tsv KEY<TAB>VALUE lines
+  cuckoo store get kv.store alice bob          values, one per line (exit 1 if one is missing)
+  cuckoo store put kv.store alice admin
+  cuckoo store del kv.store bob
+  cuckoo store info kv.store                   keys, log and index sizes, dead bytes
+  cuckoo store compact kv.store                rewrite the log without dead records
+
+exit codes: 0 ok, 1 usage error or a key not found, 2 a store that cannot be opened (locked,
+corrupt, unreadable), 4 the output cannot be written (e.g. a full disk)."""
+
+
+def _add_store_parser(sub: Any) -> None:
+    p = sub.add_parser("store", help="an exact key-value store file: import, export, get, put, del, info, compact",
+                       description="Exact key-value store files (cuckoo.Store) on the command line.",
+                       epilog=STORE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ops = p.add_subparsers(dest="store_command", metavar="OPERATION", parser_class=_Parser, required=True)
+
+    q = ops.add_parser("import", help="add the lines of FILEs as records")
+    q.add_argument("store", metavar="STORE")
+    _add_input_options(q, progress=False)
+    q.add_argument("--tsv", action="store_true", help="lines are KEY<TAB>VALUE (default: key = line number)")
+    q.set_defaults(_parser=q, func=cmd_store_import)
+
+    q = ops.add_parser("export", help="write the values (or --tsv, KEY<TAB>VALUE lines) in log order")
+    q.add_argument("store", metavar="STORE")
+    q.add_argument("-o", "--output", metavar="OUT", help="write to OUT (default stdout)")
+    q.add_argument("--tsv", action="store_true", help="write KEY<TAB>VALUE lines")
+    q.set_defaults(_parser=q, func=cmd_store_export)
+
+    for name, fn, what in (("get", cmd_store_get, "print the values of KEYs"),
+                           ("del", cmd_store_del, "delete KEYs")):
+        q = ops.add_parser(name, help=what)
+        q.add_argument("store", metavar="STORE")
+        q.add_argument("keys", nargs="+", metavar="KEY")
+        q.add_argument("--int", action="store_true", help="KEYs are integers (e.g. the line numbers of import)")
+        q.set_defaults(_parser=q, func=fn)
+
+    q = ops.add_parser("put", help="store VALUE under KEY")
+    q.add_argument("store", metavar="STORE")
+    q.add_argument("key", metavar="KEY")
+    q.add_argument("value", metavar="VALUE")
+    q.add_argument("--int", action="store_true", help="KEY is an integer")
+    q.set_defaults(_parser=q, func=cmd_store_put)
+
+    q = ops.add_parser("info", help="keys, log and index sizes")
+    q.add_argument("store", metavar="STORE")
+    q.add_argument("--json", action="store_true", help="print a JSON object")
+    q.set_defaults(_parser=q, func=cmd_store_info)
+
+    q = ops.add_parser("compact", help="rewrite the log with only live records (atomic)")
+    q.add_argument("store", metavar="STORE")
+    q.add_argument("-q", "--quiet", action="store_true", help="no report on stderr")
+    q.set_defaults(_parser=q, func=cmd_store_compact)
+
+
+def _seed(text: str) -> int:
+    try:
+        v = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if not 0 <= v < 2**64:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 2**64 - 1: {text!r}")
+    return v
+
+
+def _add_seed_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--seed", type=_seed, metavar="N",
+                   help="seed of the key hash of a new filter, for reproducible filter files (default: a "
+                        "secret random seed, stored in the file, so that input crafted against the public "
+                        "hash cannot make lines collide)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="cuckoo",
+        description="Cuckoo filters on the command line: streaming dedup of huge files in little memory,\n"
+                    "filter files you build once and query later.",
+        epilog="Run 'cuckoo COMMAND --help' for each command. Start with: cuckoo demo\n\n" + EXIT_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"cuckoo {cuckoo.__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    p = sub.add_parser("dedup", help="write each line the first time it is seen (streaming, bounded memory)",
+                       description="Streaming, order-preserving dedup of lines: like awk '!seen[$0]++'\n"
+                                   "in a fraction of the memory.",
+                       epilog=DEDUP_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_input_options(p)
+    p.add_argument("-o", "--output", metavar="OUT", help="write kept lines to OUT (default stdout)")
+    p.add_argument("--capacity", type=_positive_int, metavar="N",
+                   help="size the filter for N distinct lines (fixed: exit 3 when full)")
+    p.add_argument("--fpr", type=_fpr, metavar="P",
+                   help=f"target false-positive rate at capacity (default {DEDUP_FPR:g}): the chance that a "
+                        f"new line is dropped, at most")
+    p.add_argument("--save", metavar="FILTER", help="save the filter to FILTER at the end")
+    p.add_argument("--filter", metavar="FILTER",
+                   help="start from a saved filter: lines already in it count as seen (dedup against yesterday); "
+                        "it grows when it fills")
+    p.add_argument("--exact", action="store_true",
+                   help="never drop a new line: keep every distinct line in a log (an anonymous temporary "
+                        "file) and check each 'seen' against it; memory ~10 bytes per distinct line")
+    p.add_argument("--store", metavar="STORE",
+                   help="exact dedup against a persistent store (created if absent): lines already in it "
+                        "count as seen, new lines are added to it once written, so a run stopped anyhow "
+                        "(kill, Ctrl-C, closed pipe, full disk) and rerun writes every line at least once "
+                        "(only the block in flight may repeat). Lines longer than 2**31 - 1 bytes are "
+                        "refused (exit 1)")
+    p.add_argument("--threads", type=_positive_int, metavar="N",
+                   help="threads of the native pipeline (default: the cores available); the output never "
+                        "depends on it")
+    _add_seed_option(p)
+    p.set_defaults(_parser=p, func=cmd_dedup)
+
+    p = sub.add_parser("build", help="build a filter file from the lines of FILEs",
+                       description="Build a filter of the lines of FILEs (one key per distinct line) and save it.",
+                       epilog=LINES_HELP + "\n\n" + EXIT_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_input_options(p)
+    p.add_argument("-o", "--output", metavar="FILTER", required=True, help="filter file to write")
+    p.add_argument("--capacity", type=_positive_int, metavar="N",
+                   help="size the filter for N keys (default: estimated from the input, or growable)")
+    p.add_argument("--fpr", type=_fpr, metavar="P", help=f"target false-positive rate (default {BUILD_FPR:g})")
+    p.add_argument("--multiset", action="store_true",
+                   help="add every line, duplicates too (query --count then counts them, up to "
+                        "2 x bucket_size copies of one key); default: each distinct line once")
+    _add_seed_option(p)
+    p.set_defaults(_parser=p, func=cmd_build, filter=None)
+
+    p = sub.add_parser("query", help="print the lines that may be in a filter (or, --absent, the others)",
+                       description="Print the lines of FILEs that may be in FILTER (false positives possible,\n"
+                                   "false negatives never).",
+                       epilog=LINES_HELP + "\n\n" + EXIT_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("filter", metavar="FILTER", help="a filter file (from build or dedup --save)")
+    _add_input_options(p)
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--absent", action="store_true", help="print the lines certainly not in the filter")
+    mode.add_argument("--count", action="store_true",
+                      help="print every line as 'COUNT<TAB>line': the copies of its fingerprint found")
+    p.add_argument("-o", "--output", metavar="OUT", help="write to OUT (default stdout)")
+    p.add_argument("-v", "--verbose", action="store_true", help="print a summary on stderr")
+    p.set_defaults(_parser=p, func=cmd_query)
+
+    p = sub.add_parser("info", help="describe a filter file: parameters, load, memory, expected FPR",
+                       description="Describe a filter file.", epilog=EXIT_HELP,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("filter", metavar="FILTER", help="a filter file")
+    p.add_argument("--json", action="store_true", help="print a JSON object")
+    p.add_argument("--verify", action="store_true",
+                   help="also read the whole file and check every table's checksum and item count "
+                        "(default: only the header, instant at any size)")
+    p.set_defaults(_parser=p, func=cmd_info)
+
+    p = sub.add_parser("demo", help="a short tour on generated data: speed, memory vs set, FPR vs theory",
+                       description="Build a filter of SIZE random keys, look them up, measure false positives "
+                                   "against theory and memory against a Python set, then dedup a generated "
+                                   "text stream. Everything is generated in memory; nothing is written.")
+    p.add_argument("--size", type=_positive_int, default=4_000_000, metavar="N",
+                   help="number of keys (default 4,000,000)")
+    p.add_argument("--fpr", type=_fpr, default=BUILD_FPR, metavar="P", help=f"target FPR (default {BUILD_FPR:g})")
+    p.add_argument("--seed", type=int, default=2014, help="random seed (default 2014)")
+    p.add_argument("--set-sample", type=_positive_int, default=1_000_000, metavar="N",
+                   help="measure the Python set on at most N keys and scale (default 1,000,000)")
+    p.set_defaults(_parser=p, func=cmd_demo)
+
+    _add_store_parser(sub)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = build_parser()
+    # parse_known_args, then file names found after options (`dedup a.txt -o out b.txt`,
+    # `query F --absent a.txt`): argparse alone stops filling a '*' positional at the first option.
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        sub = getattr(args, "_parser", parser)
+        files = getattr(args, "files", None)
+        options = [e for e in extra if e.startswith("-") and e != "-"]
+        if files is None or options:
+            sub.error("unrecognized arguments: " + " ".join(options or extra))
+        files.extend(e for e in extra if e != "--")
+    if not getattr(args, "command", None):
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    if hasattr(signal, "SIGPIPE") and argv is None:
+        # Behave like other filters in a pipe (`cuckoo dedup big | head`): end quietly.
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    try:
+        code = int(args.func(args))
+        try:  # text written to stdout (info, demo) may still sit in its buffer
+            sys.stdout.flush()
+        except OSError as exc:
+            raise write_error("to standard output", exc) from None
+        return code
+    except CliError as exc:
+        sys.stderr.write(str(exc) + "\n")
+        if exc.code == EXIT_WRITE and argv is None:  # a real run: the process ends next
+            _discard_stdout()
+        return exc.code
+    except KeyboardInterrupt:
+        sys.stderr.write("cuckoo: interrupted\n")
+        return 130

@@ -1,0 +1,259 @@
+"""The store subcommands (dedup --exact/--store, cuckoo store ...): exact dedup against a
+log and the key-value store file on the command line."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+from typing import Iterator, List, Optional, Union
+
+import numpy as np
+
+import cuckoo
+
+from .common import CliError, DEFAULT_BLOCK, EXIT_FILTER_FILE, EXIT_OK, EXIT_USAGE, _one_line
+from .engine import EXACT_BLOCK, KeyTooLongError, dedup
+from .framing import iter_blocks, sources_of
+from .output import (
+    Output, Progress, _bytes, _note, _progress_enabled, _si, inputs_of, refuse_clobber, store_files,
+    write_stdout,
+)
+
+
+
+def line_too_long(command: str, line: int, limit: int) -> CliError:
+    return CliError(f"{command}: input line {line:,} is longer than {limit:,} bytes, the longest key a store holds; "
+                    f"the lines before it are done", EXIT_USAGE)
+
+
+def open_store(path: Optional[str], readonly: bool = False) -> "cuckoo.Store":
+    """A store for the CLI: errors on one line (exit 2), like filter files."""
+    try:
+        return cuckoo.Store(path, readonly=readonly)
+    except cuckoo.StoreLockedError as exc:
+        raise CliError(f"cuckoo: {exc}", EXIT_FILTER_FILE) from None
+    except (OSError, ValueError, TypeError, MemoryError, cuckoo.CuckooError) as exc:
+        raise CliError(f"cuckoo: cannot open store '{path}': {_one_line(exc)}", EXIT_FILTER_FILE) from None
+
+
+def store_error(path: Optional[str], exc: BaseException) -> CliError:
+    """A store that failed after it opened (an I/O error, a corrupt record, no memory): exit 2."""
+    return CliError(f"cuckoo: store '{path or '(temporary)'}': {_one_line(exc)}", EXIT_FILTER_FILE)
+
+
+STORE_ERRORS = (OSError, ValueError, TypeError, MemoryError, cuckoo.CuckooError)
+
+
+def close_store(store: "cuckoo.Store", path: Optional[str], failing: bool) -> None:
+    """Closes (syncs, snapshots) the store; an error is reported (exit 2) unless the command is
+    already failing (`failing`), whose error then stays the one reported."""
+    try:
+        store.close()
+    except STORE_ERRORS as exc:
+        if not failing:
+            raise store_error(path, exc) from None
+
+
+def cmd_dedup_exact(args: argparse.Namespace) -> int:
+    """dedup --exact / --store: every "seen" is checked against the key itself, kept in a log.
+
+    With --store, a line is recorded in the store only once its output has been handed to the
+    OS: each block is one store batch (cuckoo.Store.batch) that adds the block's keys, writes
+    and flushes its new lines, and only then commits. Whatever stops a run (a kill, Ctrl-C, a
+    closed pipe, a full disk, an error of the store itself), the store holds no line that was
+    not written, so a rerun writes every line that no run wrote; the lines of the block being
+    written when a run stopped may be written again (at least once, never lost)."""
+    for opt in ("filter", "save", "capacity", "fpr", "seed"):
+        if getattr(args, opt) is not None:
+            raise CliError(f"cuckoo dedup: --{opt} is for the filter; --exact/--store keep every key exactly",
+                           EXIT_USAGE)
+    sources = sources_of(args.files)
+    owned = store_files(args.store) if args.store else []
+    for src, _ in inputs_of(sources):
+        refuse_clobber(src, "input", owned, "refusing to read what it writes")
+    refuse_clobber(args.output, "output", inputs_of(sources) + owned)
+    store = open_store(args.store) if args.store else None
+    block = EXACT_BLOCK if args.block_size == DEFAULT_BLOCK else args.block_size
+    progress = Progress(_progress_enabled(args), "dedup")
+    failing = True
+    try:
+        out = Output(args.output, sources)
+        try:
+            r = dedup(sources, out, exact=True, store=store, threads=args.threads, block_size=block,
+                      progress=progress.update)
+        except KeyTooLongError as exc:
+            raise line_too_long("cuckoo dedup", exc.line, exc.limit) from None
+        except STORE_ERRORS as exc:
+            raise store_error(args.store, exc) from None
+        finally:
+            progress.done()
+            out.close()
+        st = r.store_stats
+        assert st is not None
+        failing = False
+    finally:
+        if store is not None:
+            close_store(store, args.store, failing)
+    where = args.store or "an anonymous temporary file, removed"
+    _note(args, f"cuckoo dedup: {r.lines_read:,} lines read, {r.lines_kept:,} written, {r.lines_dropped:,} dropped "
+                f"in {r.seconds:.2f} s ({_si(r.lines_read / max(r.seconds, 1e-9))} lines/s)")
+    _note(args, f"cuckoo dedup: exact: no line wrongly dropped (store: {st['live_keys']:,} keys, log "
+                f"{_bytes(st['log_bytes'])} in {where}, index {_bytes(st['index_bytes'])}, "
+                f"{st['log_reads_per_lookup']:.2f} log reads per line)")
+    return EXIT_OK
+
+
+# ---- cuckoo store -----------------------------------------------------------------------------
+
+
+def _store_key(text: str, as_int: bool) -> Union[int, bytes]:
+    if not as_int:
+        return os.fsencode(text)
+    try:
+        v = int(text, 0)
+    except ValueError:
+        raise CliError(f"cuckoo store: --int keys must be integers, got {text!r}", EXIT_USAGE) from None
+    if not -(1 << 63) <= v < 1 << 64:
+        raise CliError(f"cuckoo store: --int keys must fit in 64 bits ([-2**63, 2**64)), got {text!r}", EXIT_USAGE)
+    return v
+
+
+@contextlib.contextmanager
+def using_store(path: str, readonly: bool = False) -> Iterator["cuckoo.Store"]:
+    """The store at `path` for one subcommand, closed at the end; whatever fails in it (open,
+    a read, a write, close) is one line on stderr and exit 2, never a traceback."""
+    store = open_store(path, readonly)
+    failing = True
+    try:
+        try:
+            yield store
+        except STORE_ERRORS as exc:
+            raise store_error(path, exc) from None
+        failing = False
+    finally:
+        close_store(store, path, failing)
+
+
+def cmd_store_import(args: argparse.Namespace) -> int:
+    """Appends the lines of FILEs: by default each line (with its newline, exactly as read) is the
+    value of the key that is its number (0, 1, ... after the store's existing line keys), so that
+    export writes the file back byte for byte; with --tsv, each line is KEY<TAB>VALUE."""
+    sources = sources_of(args.files)
+    for src, _ in inputs_of(sources):
+        refuse_clobber(src, "input", store_files(args.store), "refusing to read what it writes")
+    n = 0
+    with using_store(args.store) as store:
+        first = len(store) if not args.tsv else 0
+        for lines, _ in iter_blocks(sources, args.block_size):
+            data = lines.data
+            starts = lines.starts.tolist()
+            full = lines.full_lengths().tolist()
+            if args.tsv:
+                keys, values = [], []
+                for st, ln, kl in zip(starts, full, lines.klen.tolist()):
+                    row = data[st:st + kl]
+                    tab = row.find(b"\t")
+                    if tab < 0:
+                        raise CliError(f"cuckoo store import: line {n + len(keys) + 1} has no TAB (--tsv wants "
+                                       f"KEY<TAB>VALUE)", EXIT_USAGE)
+                    keys.append(row[:tab])
+                    values.append(row[tab + 1:])
+            else:
+                values = [data[st:st + ln] for st, ln in zip(starts, full)]
+                if lines.virtual:
+                    values[-1] = values[-1][:-1]  # the file's last line had no newline: keep it so
+                keys = np.arange(first + n, first + n + len(values), dtype=np.uint64)
+            store.put_many(keys, values)
+            n += len(lines)
+    _note(args, f"cuckoo store import: {n:,} records into {args.store}")
+    return EXIT_OK
+
+
+def cmd_store_export(args: argparse.Namespace) -> int:
+    # Truncating a file of the store while it is mapped would kill this process (SIGBUS) and
+    # empty the store: refused before anything is opened.
+    refuse_clobber(args.output, "output", store_files(args.store))
+    with using_store(args.store, readonly=True) as store:
+        out = Output(args.output, [])
+        try:
+            if args.tsv:
+                for k, v in store.items():
+                    out.write(k + b"\t" + v + b"\n")
+            else:
+                buf: List[bytes] = []
+                size = 0
+                for v in store.values():
+                    buf.append(v)
+                    size += len(v)
+                    if size >= DEFAULT_BLOCK:
+                        out.write(b"".join(buf))
+                        buf, size = [], 0
+                out.write(b"".join(buf))
+        finally:
+            out.close()
+    return EXIT_OK
+
+
+def cmd_store_get(args: argparse.Namespace) -> int:
+    keys = [_store_key(text, args.int) for text in args.keys]
+    missing = 0
+    with using_store(args.store, readonly=True) as store:
+        for text, key in zip(args.keys, keys):
+            v = store.get(key)
+            if v is None:
+                missing += 1
+                sys.stderr.write(f"cuckoo store get: {text}: not found\n")
+            else:
+                write_stdout(v + (b"" if v.endswith(b"\n") else b"\n"))
+        write_stdout("", flush=True)
+    return EXIT_USAGE if missing else EXIT_OK
+
+
+def cmd_store_put(args: argparse.Namespace) -> int:
+    key = _store_key(args.key, args.int)
+    with using_store(args.store) as store:
+        store[key] = os.fsencode(args.value)
+    return EXIT_OK
+
+
+def cmd_store_del(args: argparse.Namespace) -> int:
+    keys = [_store_key(text, args.int) for text in args.keys]
+    missing = 0
+    with using_store(args.store) as store:
+        for text, key in zip(args.keys, keys):
+            if not store.discard(key):
+                missing += 1
+                sys.stderr.write(f"cuckoo store del: {text}: not found\n")
+    return EXIT_USAGE if missing else EXIT_OK
+
+
+def cmd_store_info(args: argparse.Namespace) -> int:
+    with using_store(args.store, readonly=True) as store:
+        st = store.stats()
+        info = {"path": args.store, "seed": store.seed, "tag_bits": store.tag_bits, **st}
+    st = info
+    if args.json:
+        write_stdout(json.dumps(info, indent=2) + "\n")
+        return EXIT_OK
+    write_stdout(f"store {args.store}: {st['live_keys']:,} keys\n")
+    write_stdout(f"  log:   {_bytes(st['log_bytes'])} ({_bytes(st['live_bytes'])} live, {_bytes(st['dead_bytes'])} dead: "
+                 f"compact() reclaims them)\n")
+    write_stdout(f"  index: {_bytes(st['index_bytes'])} ({st['index_bytes_per_key']:.1f} bytes per key), "
+                 f"{st['buckets']:,} buckets of 4, load {st['load_factor']:.1%}, {st['tag_bits']}-bit tags\n")
+    opened = "from its snapshot" if st["snapshot_used"] else f"from the log ({st['snapshot_note']})"
+    write_stdout(f"  opened {opened}; {st['replayed_records']:,} log records replayed\n")
+    if st["recovered_bytes"]:
+        write_stdout(f"  a torn tail of {st['recovered_bytes']:,} bytes at offset {st['recovered_at']:,} is ignored\n")
+    return EXIT_OK
+
+
+def cmd_store_compact(args: argparse.Namespace) -> int:
+    with using_store(args.store) as store:
+        before = store.stats()["log_bytes"]
+        store.compact()
+        after = store.stats()["log_bytes"]
+    _note(args, f"cuckoo store compact: {args.store}: {_bytes(before)} -> {_bytes(after)}")
+    return EXIT_OK

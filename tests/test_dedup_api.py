@@ -1,0 +1,143 @@
+"""cuckoo.dedup(): the CLI's dedup as a function over paths, binary file objects and iterables of
+lines, returning the CLI's counts; exact, store and filter paths, the dropped= sink."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+import cuckoo
+from cuckoo.cli.engine import KeyTooLongError
+
+
+def ref_dedup(data: bytes) -> bytes:
+    """First occurrence of each key (line without '\\n' and one '\\r'), lines written as read; the
+    input's missing final newline stays missing."""
+    lines = data.split(b"\n")
+    last_open = lines[-1] != b""
+    if not last_open:
+        lines.pop()
+    seen = set()
+    out = []
+    for i, line in enumerate(lines):
+        key = line[:-1] if line.endswith(b"\r") else line
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(line + (b"" if last_open and i == len(lines) - 1 else b"\n"))
+    return b"".join(out)
+
+
+DATA = b"a\nb\r\n\nb\na\n\n\x00\nc\x00\nc"
+
+
+@pytest.mark.parametrize("exact", [False, True])
+def test_paths_files_and_iterables_give_the_reference(tmp_path, exact):
+    src = tmp_path / "in.txt"
+    src.write_bytes(DATA)
+    want = ref_dedup(DATA)
+    n_lines = DATA.count(b"\n") + 1
+    r = cuckoo.dedup(src, tmp_path / "out.txt", exact=exact, fpr=None)
+    assert (tmp_path / "out.txt").read_bytes() == want
+    assert (r.lines_read, r.lines_kept, r.lines_dropped) == (n_lines, want.count(b"\n") + 1, n_lines - r.lines_kept)
+    assert r.bytes_read == len(DATA) and r.exact == exact
+    with open(src, "rb") as fh:
+        out = io.BytesIO()
+        cuckoo.dedup(fh, out, exact=exact)
+        assert not fh.closed
+    assert out.getvalue() == want
+    out = io.BytesIO()
+    cuckoo.dedup(io.BytesIO(DATA).readlines(), out, exact=exact)
+    assert out.getvalue() == want
+    # items without their newline: each is a line; the last one gets none
+    out = io.BytesIO()
+    r = cuckoo.dedup(iter([b"x", b"y", b"x", b"z"]), out, exact=exact)
+    assert out.getvalue() == b"x\ny\nz" and r.lines_read == 4 and r.lines_kept == 3
+    # several paths are one input: a last line without '\n' gets one when more input follows
+    (tmp_path / "b.txt").write_bytes(b"q\na")
+    out = io.BytesIO()
+    cuckoo.dedup([str(src), tmp_path / "b.txt"], out, exact=exact)
+    assert out.getvalue() == ref_dedup(DATA + b"\nq\na")
+
+
+@pytest.mark.parametrize("exact", [False, True])
+def test_dropped_gets_the_other_lines_in_order(exact):
+    out, dropped = io.BytesIO(), io.BytesIO()
+    r = cuckoo.dedup(io.BytesIO(DATA), out, exact=exact, dropped=dropped, block_size=3)
+    assert out.getvalue() == ref_dedup(DATA)
+    lines = DATA.split(b"\n")
+    seen, want = set(), []
+    for i, line in enumerate(lines):
+        key = line[:-1] if line.endswith(b"\r") else line
+        if key in seen:
+            want.append(line + (b"\n" if i < len(lines) - 1 else b""))
+        seen.add(key)
+    assert dropped.getvalue() == b"".join(want)
+    assert r.lines_dropped == len(want)
+
+
+def test_the_filter_path_reports_and_keeps_its_filter():
+    seen = cuckoo.Filter(1000, fpr=1e-6)
+    seen.add(b"b")
+    out = io.BytesIO()
+    r = cuckoo.dedup([b"a\n", b"b\n", b"a\n"], out, filter=seen)
+    assert out.getvalue() == b"a\n" and r.filter is seen and b"a" in seen
+    assert r.expected_false_drops > 0 and not r.exact
+    r = cuckoo.dedup([b"a\n", b"c\n"], None, filter=seen)  # out=None: counts only
+    assert (r.lines_read, r.lines_kept) == (2, 1)
+
+
+def test_a_full_fixed_filter_raises_with_the_work_done():
+    out = io.BytesIO()
+    lines = [b"%d\n" % i for i in range(5000)]
+    with pytest.raises(cuckoo.FilterFullError) as info:
+        cuckoo.dedup(lines, out, capacity=100, seed=1)
+    r = info.value.dedup_result
+    assert 100 <= r.lines_read < 5000
+    assert out.getvalue() == b"".join(lines[: r.lines_read])
+
+
+def test_store_path_across_runs(tmp_path):
+    store = tmp_path / "s.ckv"
+    out = io.BytesIO()
+    r = cuckoo.dedup([b"a\n", b"b\n", b"a\n"], out, store=store)
+    assert out.getvalue() == b"a\nb\n" and r.store_stats["live_keys"] == 2
+    out = io.BytesIO()
+    cuckoo.dedup([b"b\n", b"c\n"], out, store=str(store))
+    assert out.getvalue() == b"c\n"
+    with cuckoo.Store(store) as s:  # a Store object: used, left open
+        out = io.BytesIO()
+        cuckoo.dedup([b"c\n", b"d\n"], out, store=s)
+        assert out.getvalue() == b"d\n" and len(s) == 4
+
+
+def test_a_key_longer_than_a_store_key_stops_after_the_lines_before(monkeypatch):
+    monkeypatch.setenv("CUCKOO_TEST_MAX_KEY", "10")
+    out = io.BytesIO()
+    with pytest.raises(KeyTooLongError) as info:
+        cuckoo.dedup(io.BytesIO(b"a\nb\n" + b"x" * 11 + b"\nc\n"), out, exact=True)
+    assert info.value.line == 3 and isinstance(info.value, ValueError)
+    assert out.getvalue() == b"a\nb\n"
+
+
+@pytest.mark.parametrize("kwargs, error", [
+    (dict(exact=True, capacity=10), ValueError),
+    (dict(exact=True, filter=cuckoo.Filter(10)), ValueError),
+    (dict(threads=0), ValueError),
+    (dict(block_size=0), ValueError),
+])
+def test_bad_arguments_are_refused(kwargs, error):
+    with pytest.raises(error):
+        cuckoo.dedup([b"a\n"], None, **kwargs)
+
+
+@pytest.mark.parametrize("source, error", [(b"a\nb\n", TypeError), (42, TypeError), ([b"a\nb\n"], ValueError),
+                                           (["a\n"], None), ([u"a", 1], TypeError)])
+def test_bad_sources_are_refused(source, error):
+    if error is None:  # a list of str is a list of paths: a missing file
+        with pytest.raises(Exception, match="cannot open input"):
+            cuckoo.dedup(source, None)
+        return
+    with pytest.raises(error):
+        cuckoo.dedup(source, None)
