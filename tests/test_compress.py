@@ -61,10 +61,27 @@ def test_concatenated_members_read_as_one(fmt):
         assert read_all(r) == b"a\nb\nc\n"
 
 
-@pytest.mark.parametrize("data", [b"", b"x", b"\x1f", b"BZ", b"plain text\n" * 1000])
-def test_plain_input_is_passed_through(data):
-    r = cz.open_input(io.BytesIO(data))
-    assert not isinstance(r, cz.DecompressingReader)
+@pytest.mark.parametrize("data", [b"", b"x", b"\x1f", b"BZh", b"BZh91AY&S", b"BZh\n", b"\x1f\x8b\n",
+                                  b"plain text\n" * 1000])
+def test_plain_input_is_passed_through(data, tmp_path):
+    raw = io.BytesIO(data)
+    assert cz.open_input(raw) is raw and raw.tell() == 0  # untouched: sought back
+    assert read_all(raw, 7) == data
+    (tmp_path / "p").write_bytes(data)
+    with open(tmp_path / "p", "rb") as fh:  # peeked: the file object itself, fd usable as is
+        assert cz.open_input(fh) is fh and fh.tell() == 0
+
+    class Unseekable(io.RawIOBase):  # neither peek nor seek: read, then put back in front
+        def __init__(self):
+            self.inner = io.BytesIO(data)
+
+        def readable(self):
+            return True
+
+        def readinto(self, b):
+            return self.inner.readinto(b)
+
+    r = cz.open_input(Unseekable())
     assert read_all(r, 7) == data
 
 
@@ -172,3 +189,9 @@ def test_zstd_hint_when_missing(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_zstd)
     with pytest.raises(ImportError, match=r"pip install 'cuckoo\[zstd\]'"):
         cz.open_input(io.BytesIO(b"\x28\xb5\x2f\xfd" + bytes(20)))
+
+
+def test_magic_numbers_of_every_format():
+    for fmt, make in COMPRESS.items():
+        assert cz.sniff(make(b"")) == fmt and cz.sniff(make(b"x" * 100)) == fmt
+    assert cz.sniff(b"BZh9") is None and cz.sniff(b"BZh is a word\n") is None

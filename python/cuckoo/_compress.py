@@ -24,20 +24,24 @@ import gzip
 import lzma
 import os
 import queue
+import re
 import threading
 from typing import IO, Any, Callable, List, Optional
 
 __all__ = ["FORMATS", "sniff", "suffix_format", "DecompressingReader", "CompressingWriter", "open_input",
            "open_output", "ZSTD_HINT"]
 
-# (name, magic) of each format, tried in order on an input's first bytes.
+# (name, magic) of each format, tried in order on an input's first bytes. Long enough that text
+# cannot start with one by chance: gzip's magic and its only method (8, deflate); bzip2's "BZh",
+# a block size digit, then the first block's magic (the digits of pi) or an empty stream's
+# end-of-stream magic (sqrt(pi)); xz's 6 bytes; zstd's 4 (not valid UTF-8).
 FORMATS = (
-    ("gzip", b"\x1f\x8b"),
-    ("bzip2", b"BZh"),
-    ("xz", b"\xfd7zXZ\x00"),
-    ("zstd", b"\x28\xb5\x2f\xfd"),
+    ("gzip", re.compile(rb"\x1f\x8b\x08")),
+    ("bzip2", re.compile(rb"BZh[1-9](\x31\x41\x59\x26\x53\x59|\x17\x72\x45\x38\x50\x90)")),
+    ("xz", re.compile(rb"\xfd7zXZ\x00")),
+    ("zstd", re.compile(rb"\x28\xb5\x2f\xfd")),
 )
-MAGIC_BYTES = max(len(m) for _, m in FORMATS)
+MAGIC_BYTES = 10
 SUFFIXES = {".gz": "gzip", ".bz2": "bzip2", ".xz": "xz", ".zst": "zstd"}
 ZSTD_HINT = "zstd needs the zstandard package: pip install 'cuckoo[zstd]' (or zstandard)"
 
@@ -48,7 +52,7 @@ QUEUE_CHUNKS = 8  # chunks in flight between the threads (bounds the memory: 8 M
 def sniff(head: bytes) -> Optional[str]:
     """The compression format whose magic number starts `head`, or None (plain data)."""
     for name, magic in FORMATS:
-        if head.startswith(magic):
+        if magic.match(head):
             return name
     return None
 
@@ -323,14 +327,38 @@ def _input_error(name: str, fmt: str, exc: BaseException) -> BaseException:
 
 
 def open_input(raw: IO[bytes], name: str = "input") -> Any:
-    """`raw` itself when it is not compressed (with the bytes read to tell put back: a
-    file object with read()), else a :class:`DecompressingReader` of it. Reads the first bytes
-    of `raw` to tell."""
-    head = _read_head(raw)
+    """`raw` itself when it is not compressed, else a :class:`DecompressingReader` of it. The first
+    bytes are peeked (a buffered reader), or read and sought back (a seekable stream), so that a
+    plain `raw` is returned untouched (its file descriptor usable as it is); only a stream that
+    can do neither comes back wrapped, with the bytes read to tell put back in front."""
+    head = None
+    if hasattr(raw, "peek"):
+        try:
+            head = raw.peek(MAGIC_BYTES)[:MAGIC_BYTES]
+        except (OSError, ValueError):
+            head = None
+    if head is None or len(head) < MAGIC_BYTES and _seekable(raw):
+        if _seekable(raw):
+            pos = raw.tell()
+            head = _read_head(raw)
+            raw.seek(pos)
+        else:
+            head = _read_head(raw)
+            fmt = sniff(head)
+            if fmt is None:
+                return _Prefixed(head, raw) if head else raw
+            return DecompressingReader(raw, fmt, name, head)
     fmt = sniff(head)
     if fmt is None:
-        return _Prefixed(head, raw) if head else raw
-    return DecompressingReader(raw, fmt, name, head)
+        return raw
+    return DecompressingReader(raw, fmt, name)
+
+
+def _seekable(raw: Any) -> bool:
+    try:
+        return bool(raw.seekable())
+    except (AttributeError, OSError, ValueError):
+        return False
 
 
 class CompressingWriter:
