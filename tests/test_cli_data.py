@@ -190,3 +190,22 @@ def test_python_entry_takes_the_same_options(tmp_path):
     assert r.lines_read == 5_000 and r.lines_kept == len(kept.splitlines())
     with pytest.raises(ValueError, match="line 2"):
         cuckoo.dedup(io.BytesIO(b"a,1\nb\n"), io.BytesIO(), sep=",", key=2)
+
+
+def test_a_named_pipe_input_loses_no_bytes(tmp_path):
+    import os
+    import threading
+
+    data = lines(3_000, 9)
+    fifo = tmp_path / "in.fifo"
+    os.mkfifo(fifo)
+
+    def feed():
+        with open(fifo, "wb") as fh:
+            fh.write(gzip.compress(data))
+
+    t = threading.Thread(target=feed)
+    t.start()
+    out = run("dedup", "-q", "--exact", fifo, check=0).stdout
+    t.join()
+    assert out == awk("!seen[$0]++", data)

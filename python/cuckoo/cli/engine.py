@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import stat
 import time
 from typing import IO, Any, Callable, Iterable, Iterator, List, Optional, Union
 
@@ -323,6 +324,8 @@ def _columnar_format(source: Any) -> Optional[str]:
     if not isinstance(source, (str, os.PathLike)):
         return None
     try:
+        if not stat.S_ISREG(os.stat(os.fspath(source)).st_mode):
+            return None  # a pipe: reading it here would take its first bytes away
         with open(os.fspath(source), "rb") as fh:
             return sniff_columnar(fh.read(8))
     except OSError:

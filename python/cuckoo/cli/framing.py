@@ -303,9 +303,11 @@ class Source:
 
     def compressed(self) -> bool:
         """Whether the named file starts with a compression format's magic number."""
-        if self.path is None:
+        if self.path is None or self.stream is not None:
             return isinstance(self.stream, compress.DecompressingReader)
         try:
+            if not stat.S_ISREG(os.stat(self.path).st_mode):
+                return False  # a pipe (<(zcat f)): reading it here would take its first bytes away
             with open(self.path, "rb") as fh:
                 return compress.sniff(fh.read(compress.MAGIC_BYTES)) is not None
         except OSError:

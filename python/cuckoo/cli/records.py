@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import stat
 import time
 from typing import Any, List, Optional
 
@@ -43,6 +44,8 @@ def columnar_input(args: argparse.Namespace) -> Optional[str]:
     if len(args.files) != 1 or args.files[0] == "-":
         return None
     try:
+        if not stat.S_ISREG(os.stat(args.files[0]).st_mode):
+            return None  # a pipe: reading it here would take its first bytes away
         with open(args.files[0], "rb") as fh:
             return sniff_columnar(fh.read(8))
     except OSError:
