@@ -209,3 +209,64 @@ def test_a_named_pipe_input_loses_no_bytes(tmp_path):
     out = run("dedup", "-q", "--exact", fifo, check=0).stdout
     t.join()
     assert out == awk("!seen[$0]++", data)
+
+
+@pytest.mark.parametrize("suffix", [".gz", ".zst", ".xz"])
+def test_store_with_compressed_output_writes_every_line_after_a_kill(tmp_path, suffix):
+    """dedup --store -o OUT.gz killed at random moments, then rerun: the store records a block only
+    after its compressed bytes were flushed to the file (a sync point), so what the killed runs'
+    files decompress to (up to where they stop) plus the last run's output holds every distinct
+    line; every keyed record too (-t/-k)."""
+    import os
+    import signal
+    import time
+    import zlib
+
+    rng = random.Random(10)
+    data = lines(60_000, 11)
+    keys = {line.split(b"\t")[1] for line in data.splitlines()}
+    src = tmp_path / "in.tsv"
+    src.write_bytes(data)
+    store = tmp_path / "seen.ckv"
+    cmd = [sys.executable, "-m", "cuckoo", "dedup", "-q", "--store", str(store), "--block-size", "8192",
+           "-t", "\t", "-k", "2", str(src)]
+
+    def partial(raw: bytes) -> bytes:  # what a cut compressed stream decompresses to
+        if suffix == ".gz":
+            return zlib.decompressobj(31).decompress(raw)
+        if suffix == ".xz":
+            d = lzma.LZMADecompressor()
+            out = []
+            while raw:
+                try:
+                    out.append(d.decompress(raw))
+                except lzma.LZMAError:
+                    break
+                if not d.eof:
+                    break
+                raw, d = d.unused_data, lzma.LZMADecompressor()
+            return b"".join(out)
+        return zstandard.ZstdDecompressor().decompressobj().decompress(raw) if raw else b""
+
+    written = []
+    for trial in range(3):
+        out = tmp_path / f"run{trial}{suffix}"
+        before = os.path.getsize(store) if store.exists() else 0
+        proc = subprocess.Popen([*cmd, "-o", str(out)], stderr=subprocess.DEVNULL)
+        # Kill once the store has recorded a few more blocks (mid-run, not before or after it).
+        grow = rng.randrange(1, 200_000)
+        while proc.poll() is None and (os.path.getsize(store) if store.exists() else 0) < before + grow:
+            time.sleep(0.0005)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)
+        raw = out.read_bytes() if out.exists() else b""
+        written.append(partial(raw))
+    out = tmp_path / f"final{suffix}"
+    subprocess.run([*cmd, "-o", str(out)], check=True, timeout=120)
+    written.append(DECOMPRESS[suffix](out.read_bytes()))
+    got = set()
+    for piece in written:
+        got |= {line.split(b"\t")[1] for line in piece.split(b"\n")[:-1]}  # whole lines only
+    assert got == keys
+    assert os.path.getsize(store) > 0
