@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cuckoo/dedup.hpp"
+#include "shared.hpp"
 
 namespace cuckoo_py {
 
@@ -40,20 +41,24 @@ inline DedupCall dedup_call(const py::list& inputs, int out_fd, int dropped_fd, 
     c.opt.block = static_cast<size_t>(block);
     c.opt.threads = threads;
     c.opt.max_key = max_key;
+    c.opt.tick_every = kSignalCheckInterval;  // the interrupt check's interval (shared.hpp)
     return c;
 }
 
 // Runs body(tick) without the GIL (the caller holds the table's write lock, so the pipeline's
-// calling thread is the only one in the table). The tick re-takes the GIL every 50 ms of wall time
-// (not per key: the GIL is not taken back and forth while another Python thread is busy) to run
-// the signal handlers and the progress callback; a KeyboardInterrupt (or an exception of the
+// calling thread is the only one in the table). The tick re-takes the GIL once per
+// kSignalCheckInterval of wall time, as SignalCheck does (not per block: a busy Python thread
+// would make each take cost up to its switch interval), to run the signal handlers (main thread
+// only) and the progress callback; with neither to run it never takes the GIL; a KeyboardInterrupt (or an exception of the
 // callback) stops the run after the block in hand and is raised here. Failed reads and writes
 // become OSError with `cuckoo_side` ("input", "output" or "dropped") and `cuckoo_input` (which
 // input).
 template <class Body>
 py::dict run_dedup(DedupCall& c, Body&& body) {
     bool stopped = false;
+    const bool on_main_thread = PyThread_get_thread_ident() == main_thread_ident;
     auto tick = [&](const cuckoo::dedup::Result& r) -> bool {
+        if (!on_main_thread && c.progress.is_none()) return false;
         py::gil_scoped_acquire gil;
         if (PyErr_CheckSignals() != 0) return stopped = true;  // the exception stays set until raised below
         if (!c.progress.is_none()) {
