@@ -481,6 +481,7 @@ Keys are int (64-bit, signed or unsigned), bytes, or str (hashed as UTF-8).
     cls.def_property_readonly("read_only", [](const PyFilter& self) { ReadLock lock(self); return !self.core.writable(); });
 
     register_persistence(cls);
+    register_dedup(cls);  // _dedup: the native dedup pipeline (dedup_binding.cpp)
 
     // For Filter.__init__ (python/cuckoo/_lifecycle.py), which must refuse to run on a built
     // filter: asking any method instead would cost a C++ exception on every construction.

@@ -61,6 +61,7 @@ PyFilter* filter_of(PyObject* self);
 void register_filter(py::module_& m);
 void register_scalar_calls(FilterClass& cls);  // scalar_calls.cpp
 void register_persistence(FilterClass& cls);  // to_bytes, from_bytes, save/load support (format_binding.cpp)
+void register_dedup(FilterClass& cls);  // _dedup, the native dedup pipeline (dedup_binding.cpp)
 
 // Why the last insert into `f` failed, as the start of a FilterFullError message, and its
 // `reason` attribute.

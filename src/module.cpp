@@ -3,6 +3,7 @@
 
 #include <new>
 #include <stdexcept>
+#include <utility>
 
 #include "cuckoo/cpu.hpp"
 #include "cuckoo/errors.hpp"
@@ -98,5 +99,8 @@ PYBIND11_MODULE(_core, m) {
     // mapping from now raises MemoryError (0 disarms); returns the allocations seen since the
     // previous call.
     m.def("_fail_allocation", &cuckoo::fault::arm, pybind11::arg("n"));
+    // Tests only: how many times long calls took the GIL back to check for Ctrl-C since the
+    // previous call (cuckoo_py::SignalCheck).
+    m.def("_signal_checks", [] { return std::exchange(cuckoo_py::signal_checks_taken, uint64_t(0)); });
     cuckoo_py::register_cpu_level(m);
 }

@@ -60,6 +60,7 @@ void register_store(py::module_& m) {
 #else
 
 #include "cuckoo/store.hpp"
+#include "dedup_binding.hpp"
 #include "keys.hpp"
 
 namespace cuckoo_py {
@@ -408,6 +409,20 @@ void register_store(py::module_& m) {
         });
         return out;
     }, py::arg("data"), py::arg("starts"), py::arg("lengths"));
+
+    // The native dedup pipeline (cpp/include/cuckoo/dedup.hpp) through this store; `batches`: each
+    // block is a store batch committed after its lines were written (dedup --store).
+    cls.def("_dedup", [](PyStore& self, const py::list& inputs, int out_fd, int dropped_fd, uint64_t block,
+                         unsigned threads, uint64_t max_key, bool batches, py::object progress) {
+        DedupCall c = dedup_call(inputs, out_fd, dropped_fd, block, threads, max_key, std::move(progress));
+        WriteLock lock(self);
+        cuckoo::Store& s = self.open();
+        return run_dedup(c, [&](DedupCall& call, cuckoo::dedup::Pipeline::Tick tick) {
+            return cuckoo::dedup::with_store(s, std::move(call.inputs), call.out_fd, call.dropped_fd, call.opt, batches,
+                                             std::move(tick));
+        });
+    }, py::arg("inputs"), py::arg("out_fd"), py::arg("dropped_fd"), py::arg("block"), py::arg("threads"),
+       py::arg("max_key"), py::arg("batches"), py::arg("progress"));
 
     // Iteration support: live record offsets in log order, and the records at given offsets.
     cls.def("live_offsets", [](const PyStore& self) {

@@ -195,3 +195,64 @@ def test_magic_numbers_of_every_format():
     for fmt, make in COMPRESS.items():
         assert cz.sniff(make(b"")) == fmt and cz.sniff(make(b"x" * 100)) == fmt
     assert cz.sniff(b"BZh9") is None and cz.sniff(b"BZh is a word\n") is None
+
+
+def test_fileno_after_reads_carries_on_where_they_stopped():
+    r = cz.open_input(io.BytesIO(gzip.compress(DATA)))
+    head = r.read(1000) + r.read(70_000)
+    fd = r.fileno()
+    parts = [head]
+    while True:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        parts.append(chunk)
+    r.check()
+    r.close()
+    assert b"".join(parts) == DATA
+
+
+def test_corrupt_data_through_the_pipe_is_raised_by_check():
+    good = gzip.compress(DATA)
+    r = cz.open_input(io.BytesIO(good[: len(good) // 2]), "half.gz")
+    fd = r.fileno()
+    while os.read(fd, 1 << 16):
+        pass
+    with pytest.raises(ValueError, match="half.gz: gzip data is corrupt or truncated"):
+        r.check()
+    r.close()
+
+
+def test_close_while_the_pipe_is_full_does_not_hang():
+    r = cz.open_input(io.BytesIO(gzip.compress(DATA * 10)))
+    r.fileno()  # nobody reads: the pump waits on a full pipe
+    import time
+
+    time.sleep(0.2)
+    r.close()
+    assert not r._thread.is_alive() and not r._pump.is_alive()
+
+
+def test_close_while_the_pipe_waits_for_data_does_not_hang():
+    import threading
+
+    class Slow(io.RawIOBase):  # a compressed stream that stalls after its first bytes
+        def __init__(self):
+            self.data = gzip.compress(DATA)[:200]
+            self.stalled = threading.Event()
+
+        def readable(self):
+            return True
+
+        def readinto(self, b):
+            if self.data:
+                n = min(len(b), len(self.data))
+                b[:n], self.data = self.data[:n], self.data[n:]
+                return n
+            self.stalled.wait(0.5)
+            return 0
+
+    r = cz.DecompressingReader(Slow(), "gzip")
+    r.fileno()
+    r.close()  # returns although the pump waits on the empty queue
+    assert not r._pump.is_alive()

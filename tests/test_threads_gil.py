@@ -15,6 +15,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -363,3 +364,78 @@ def test_keyboard_interrupt_stops_store_add_unique_spans():
     r = json.loads(proc.stdout.strip().splitlines()[-1])
     assert r["outcome"] == "interrupted", r
     assert r["size"] == 0 and not r["first_in"], r  # stopped between chunks, and undone
+
+
+# ---- a busy Python thread beside a long call (issue 28) -------------------------------------------
+
+BUSY_INTERRUPT_SCRIPT = textwrap.dedent(
+    """
+    import json, os, signal, threading, time
+    import numpy as np
+    import cuckoo
+    from cuckoo import _core
+
+    f = cuckoo.Filter(1_000_000)
+    f.add_many(np.arange(1_000_000, dtype=np.uint64))
+    stop = threading.Event()
+
+    def spin():
+        x = 0
+        while not stop.is_set():
+            x += 1
+
+    spinner = threading.Thread(target=spin, daemon=True)
+    spinner.start()
+    # Lookups of one key 10**9 times (a zero-stride view) would take seconds: the call runs
+    # until the signal stops it, while the spinner competes for the GIL.
+    endless = np.broadcast_to(np.uint64(3), (10**9,))
+    sent = {}
+
+    def interrupt():
+        sent["t"] = time.perf_counter()
+        os.kill(os.getpid(), signal.SIGINT)
+
+    timer = threading.Timer(0.5, interrupt)
+    _core._signal_checks()
+    start = time.perf_counter()
+    timer.start()
+    try:
+        f.contains_many(endless)
+        outcome = "finished"
+    except KeyboardInterrupt:
+        outcome = "interrupted"
+    end = time.perf_counter()
+    checks = _core._signal_checks()
+    timer.join()
+    stop.set()
+    spinner.join()
+    print(json.dumps(dict(outcome=outcome, latency=end - sent["t"], elapsed=end - start, checks=checks)))
+    """
+)
+
+
+def test_ctrl_c_stops_a_long_call_beside_a_spinning_thread_with_few_gil_takes():
+    # Each look at the signals takes the GIL back from the spinner (up to the 5 ms switch
+    # interval): the looks follow the clock, one per 50 ms of the call, where they used to come
+    # every 512 blocks of keys (thousands a second: the call ran 4.4x slower beside the spinner).
+    proc = subprocess.run(
+        [sys.executable, "-c", BUSY_INTERRUPT_SCRIPT], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout.strip().splitlines()[-1])
+    print(f"beside a spinning thread: interrupt latency {r['latency'] * 1e3:.1f} ms, "
+          f"{r['checks']} GIL takes in {r['elapsed']:.2f} s")
+    assert r["outcome"] == "interrupted"
+    assert 1 <= r["checks"] <= r["elapsed"] / 0.05 + 1
+
+
+def test_bulk_calls_take_the_gil_back_at_most_once_per_50_ms():
+    # Alone too: a call shorter than 50 ms releases the GIL once and takes it once, at its end.
+    f = cuckoo.Filter(2_000_000)
+    keys = np.arange(2_000_000, dtype=np.uint64)
+    for call in (f.add_many, f.contains_many, f.discard_many):
+        cuckoo._core._signal_checks()
+        start = time.perf_counter()
+        call(keys)
+        elapsed = time.perf_counter() - start
+        assert cuckoo._core._signal_checks() <= elapsed / 0.05, call

@@ -13,22 +13,25 @@ sinks, the counts) stays as it is.
 from __future__ import annotations
 
 import dataclasses
+import io
 import os
 import stat
+import sys
 import time
-from typing import IO, Any, Callable, Iterable, Iterator, List, Optional, Union
+from typing import IO, Any, Callable, Iterable, Iterator, List, Optional, Sequence, Union
 
 import numpy as np
 
 import cuckoo
-from cuckoo import Filter
+from cuckoo import Filter, FilterFullError
 
 from cuckoo import _compress as compress
-from cuckoo._records import MissingFieldError, Records, framing_of
+from cuckoo._records import Records, framing_of
 
-from .common import DEDUP_FPR, DEFAULT_BLOCK
+from .common import DEDUP_FPR, DEFAULT_BLOCK, EXIT_USAGE, CliError, _one_line
 from .estimate import sized_filter
 from .framing import Lines, LineTooLong, Source, read_lines
+from .output import write_error
 
 # Exact dedup reads blocks of 4 MiB: each block is one pass of the store's sorted verification over
 # its log, so larger blocks read the log fewer times, but hold more lines at once. Measured on
@@ -208,7 +211,137 @@ def _progress_of(progress: Any) -> Callable[[int, int], None]:
         from .output import Progress
 
         return Progress(True, "dedup").update
-    return lambda lines, nbytes: None
+    return _no_progress
+
+
+def _no_progress(lines: int, nbytes: int) -> None:
+    pass
+
+
+# ---- the native pipeline (cpp/include/cuckoo/dedup.hpp) -------------------------------------------
+
+
+def default_threads() -> int:
+    """The cores this process may run on."""
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except (AttributeError, OSError):
+        return max(os.cpu_count() or 1, 1)
+
+
+def _fd_of(stream: Any, write: bool) -> Optional[int]:
+    """The file descriptor behind a binary stream whose own buffer can be bypassed: a FileIO, or a
+    buffered file, flushed first (writers) or positioned (readers: a seekable file's fd gets the
+    stream's position; a pipe's read-ahead is taken by _drain). None when there is none
+    (BytesIO, an iterable of lines, a text stream)."""
+    if not isinstance(stream, (io.FileIO, io.BufferedReader, io.BufferedWriter, io.BufferedRandom)):
+        return None
+    try:
+        fd = stream.fileno()
+        if write:
+            stream.flush()
+        if stream.seekable():
+            os.lseek(fd, stream.tell(), os.SEEK_SET)
+        return fd
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _drain(stream: Any) -> bytes:
+    """What a buffered reader of a pipe has read ahead of its position (the pipeline then reads its
+    fd from there on)."""
+    if not isinstance(stream, io.BufferedReader) or stream.seekable():
+        return b""
+    ahead = stream.peek(1)  # the buffered bytes (a read only when none are: they are next anyway)
+    return stream.read(len(ahead)) if ahead else b""
+
+
+def _resync(stream: Any, fd: int) -> None:
+    """After the pipeline read or wrote fd directly: the stream's position follows the fd's."""
+    try:
+        if stream.seekable():
+            stream.seek(os.lseek(fd, 0, os.SEEK_CUR))
+    except (OSError, ValueError):
+        pass
+
+
+class _Native:
+    """The pipeline's arguments, when every source and sink has a file descriptor; else None
+    from plan()."""
+
+    def __init__(self) -> None:
+        self.inputs: List[Any] = []
+        self.streams: List[Any] = []  # (stream, fd) to resync afterwards
+        self.out_fd = -1
+        self.dropped_fd = -1
+        self.decompressing: List[Any] = []  # (source, DecompressingReader) read through a pipe
+
+    @classmethod
+    def plan(cls, sources: List[Source], framing: Any, sinks: Sequence[Any]) -> Optional["_Native"]:
+        if not getattr(framing, "native", False) or os.name == "nt":
+            return None
+        n = cls()
+        fds = []
+        for sink in sinks:
+            fh = getattr(sink, "fh", None)
+            if fh is None:
+                fds.append(-1)
+                continue
+            fd = _fd_of(fh, write=True)
+            if fd is None:
+                return None
+            fds.append(fd)
+            n.streams.append((fh, fd))
+        n.out_fd, n.dropped_fd = fds
+        for src in sources:
+            prefix = b"".join(src.pushed)
+            if src.eof:
+                n.inputs.append((-1, prefix))
+                continue
+            stream = getattr(sys.stdin, "buffer", None) if src.is_stdin else src.stream
+            if src.path is None and _fd_of(stream, write=False) is None:
+                return None
+            n.inputs.append((None, prefix))
+        # Only now open the files (Source.open reports a missing file as the Python path does).
+        for k, src in enumerate(sources):
+            if n.inputs[k][0] is None:
+                stream = src.open()
+                if isinstance(stream, compress.DecompressingReader):
+                    # decompressed on its thread into a pipe the pipeline reads (its errors: check())
+                    n.inputs[k] = (stream.fileno(), n.inputs[k][1])
+                    n.decompressing.append((src, stream))
+                    continue
+                fd = _fd_of(stream, write=False)
+                if fd is None:
+                    return None
+                n.inputs[k] = (fd, n.inputs[k][1] + _drain(stream))
+                if src.stream is not None and not src.owned:
+                    n.streams.append((src.stream, fd))
+        return n
+
+    def run(self, call: Callable[..., dict], sources: List[Source], sinks: Sequence[Any], *args: Any) -> dict:
+        try:
+            result = call(self.inputs, self.out_fd, self.dropped_fd, *args)
+            for src, stream in self.decompressing:
+                try:
+                    stream.check()  # corrupt or truncated data ended the pipe early: an error, not the end
+                except ValueError as exc:
+                    raise src.decompress_error(exc) from None
+            return result
+        except OSError as exc:
+            side = getattr(exc, "cuckoo_side", None)
+            if side == "input":
+                src = sources[int(getattr(exc, "cuckoo_input", 0))]
+                raise CliError(f"cuckoo: cannot read input '{src.name}': {_one_line(exc)}", EXIT_USAGE) from None
+            sink = sinks[0 if side == "output" else 1] if side else None
+            if sink is not None and hasattr(sink, "what"):
+                raise write_error(sink.what, exc) from None
+            raise
+        finally:
+            for stream, fd in self.streams:
+                _resync(stream, fd)
+            for src in sources:
+                src.close()
 
 
 # ---- the entry point -------------------------------------------------------------------------------
@@ -367,9 +500,25 @@ def _dedup_filter(sources: List[Source], out: Any, f: Optional[Filter], capacity
     if f is None:
         f, _, how = sized_filter(sources, block, fpr if fpr is not None else DEDUP_FPR, seed, capacity)
     sink, drop_sink = _as_sink(out), _as_sink(dropped)
+    start = time.perf_counter()
+    native = _Native.plan(sources, framing, (sink, drop_sink)) if hasattr(f, "_dedup") else None
+    if native is not None:
+        try:
+            d = native.run(f._dedup, sources, (sink, drop_sink), block, threads or default_threads(),  # type: ignore[attr-defined]
+                           None if report is _no_progress else report)
+        finally:
+            _finish(sink, drop_sink)
+        r = DedupResult(d["lines"], d["kept"], d["bytes"], time.perf_counter() - start, False, d["expected_false"], f,
+                        how)
+        if d["status"] == "full":
+            exc = FilterFullError(f"{d['message']}; the lines before it are done")
+            exc.inserted = d["lines"]  # type: ignore[attr-defined]
+            exc.reason = d["reason"]  # type: ignore[attr-defined]
+            exc.dedup_result = r  # type: ignore[attr-defined]
+            raise exc
+        return r
     read = kept_total = nbytes = 0
     expected_false = 0.0
-    start = time.perf_counter()
     fpr_before = f.expected_fpr
     try:
         for lines, last_input in _blocks(sources, framing, block):
@@ -422,6 +571,19 @@ def _dedup_store(sources: List[Source], out: Any, store: Any, dropped: Any, bloc
     start = time.perf_counter()
     ok = False
     try:
+        native = _Native.plan(sources, framing, (sink, drop_sink)) if hasattr(s._s, "_dedup") else None
+        if native is not None:
+            try:
+                d = native.run(s._s._dedup, sources, (sink, drop_sink), block, threads or default_threads(), max_key,
+                               persistent, None if report is _no_progress else report)
+            finally:
+                _finish(sink, drop_sink)
+            if d["status"] == "key_too_long":
+                raise KeyTooLongError(d["lines"] + 1, max_key)
+            read, written, nbytes = d["lines"], d["kept"], d["bytes"]
+            stats = s.stats()
+            ok = True
+            return DedupResult(read, written, nbytes, time.perf_counter() - start, True, store_stats=stats)
         try:
             blocks = _blocks(sources, framing, block, max_key)
             while True:

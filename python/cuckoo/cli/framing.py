@@ -301,6 +301,12 @@ class Source:
         except OSError as exc:
             raise CliError(f"cuckoo: cannot read input '{self.name}': {_one_line(exc)}", EXIT_USAGE) from None
 
+    def decompress_error(self, exc: ValueError) -> CliError:
+        """The one-line error of corrupt or truncated compressed data (cuckoo._compress)."""
+        msg = _one_line(exc)
+        msg = msg[len(self.name) + 2:] if msg.startswith(self.name + ": ") else msg
+        return CliError(f"cuckoo: cannot read input '{self.name}': {msg}", EXIT_USAGE)
+
     def compressed(self) -> bool:
         """Whether the named file starts with a compression format's magic number."""
         if self.path is None or self.stream is not None:
@@ -325,10 +331,7 @@ class Source:
         except ValueError as exc:
             if not isinstance(self.stream, compress.DecompressingReader):
                 raise
-            # corrupt or truncated compressed data (cuckoo._compress)
-            msg = _one_line(exc)
-            msg = msg[len(self.name) + 2:] if msg.startswith(self.name + ": ") else msg
-            raise CliError(f"cuckoo: cannot read input '{self.name}': {msg}", EXIT_USAGE) from None
+            raise self.decompress_error(exc) from None
         if not chunk:
             self.eof = True
         return chunk

@@ -1,0 +1,599 @@
+// The streaming dedup pipeline (`cuckoo dedup`, cuckoo.dedup()): reads input file descriptors in
+// large blocks, splits each block into lines (memchr), hashes the keys a block at a time with the
+// filter's or store's own hasher (hash_block.hpp: the same value as Filter.add / Store take for
+// the same bytes), applies the filter's or store's batch insert in input order, and writes the kept
+// lines (and, optionally, the dropped ones) with one write() per block.
+//
+// Threads: with threads = N > 1, N - 1 producer threads each take the next block off the input (the
+// reads themselves are serialised by a mutex, in input order), split and hash it, and hand it to
+// the calling thread, which applies the blocks strictly in sequence and writes their output. So
+// the answers never depend on N: the only state that changes (the filter or store) is touched by
+// one thread, in input order. With N = 1 the calling thread does everything.
+//
+// Lines: a line ends at '\n'; its key is the line without the '\n' and one '\r' before it. A last
+// line without '\n' gets a '\n' in the block (virtual); the output drops it again when the line
+// is the last of the last input (a '\n' is added when more input follows it). Lines longer than a
+// block are read whole (the block grows for them). Bytes are never decoded: NUL bytes and empty
+// lines are keys like any other.
+//
+// POSIX only (read/write/poll on file descriptors), like the store; elsewhere the Python block path
+// runs instead.
+#pragma once
+
+#if !defined(_WIN32)
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "cuckoo/hash_block.hpp"
+#include "cuckoo/staged.hpp"
+#include "cuckoo/store.hpp"
+
+namespace cuckoo {
+namespace dedup {
+
+// An input or output that failed: `side` is 0 for an input (`index`: which), 1 for the kept
+// output, 2 for the dropped output; the errno is the system_error's code.
+struct IoError : std::system_error {
+    IoError(int err, int side_, size_t index_, const char* what)
+        : std::system_error(err, std::generic_category(), what), side(side_), index(index_) {}
+    int side;
+    size_t index;
+};
+
+// Thrown out of the pipeline's waits when the caller's tick() asked to stop (an interrupt).
+struct Stopped {};
+
+struct Options {
+    size_t block = size_t(2) << 20;  // bytes read at a time
+    unsigned threads = 1;            // 1: all in the calling thread; N: N - 1 producers
+    uint64_t max_key = ~uint64_t(0);  // a longer key stops the run after the lines before it
+    // How often (at least) the calling thread calls tick() while it works or waits.
+    std::chrono::milliseconds tick_every{50};
+};
+
+enum class Status { done, full, key_too_long };
+
+struct Result {
+    uint64_t lines = 0;  // lines applied (read and decided)
+    uint64_t kept = 0;
+    uint64_t bytes = 0;  // input bytes of those lines (a virtual '\n' not counted)
+    double expected_false = 0.0;  // filter: sum over blocks of kept x mean expected FPR
+    Status status = Status::done;
+};
+
+struct Input {
+    int fd;  // -1: no more than the prefix
+    std::vector<unsigned char> prefix;  // bytes already read from fd by the caller, read first
+};
+
+// A growable byte buffer without the zero-fill of std::vector::resize (a read fills it).
+struct Bytes {
+    std::unique_ptr<unsigned char[]> p;
+    size_t size = 0, cap = 0;
+    void reserve(size_t n) {
+        if (n <= cap) return;
+        size_t c = std::max(n, cap + cap / 2);
+        std::unique_ptr<unsigned char[]> q(new unsigned char[c]);
+        if (size) std::memcpy(q.get(), p.get(), size);
+        p.swap(q);
+        cap = c;
+    }
+    void append(const unsigned char* d, size_t n) {
+        reserve(size + n);
+        if (n) std::memcpy(p.get() + size, d, n);
+        size += n;
+    }
+};
+
+struct Block {
+    uint64_t seq = 0;
+    Bytes data;
+    size_t used = 0;           // bytes of whole lines (a virtual '\n' included)
+    bool virtual_nl = false;   // its last '\n' was added
+    bool last_input = false;   // a block of the last input
+    bool too_long = false;     // the line after this block's lines has a key longer than max_key
+    bool end = false;          // no more input
+    std::exception_ptr error;  // what reading it threw
+    std::vector<uint64_t> line_end;  // one past each line's '\n'
+    std::vector<KeySpan> keys;
+    std::vector<uint64_t> hashes;
+    std::unique_ptr<bool[]> keep;
+    size_t keep_cap = 0;
+    size_t lines() const noexcept { return line_end.size(); }
+};
+
+// Splits the block's lines and hashes their keys; marks too_long (and cuts the block before it)
+// at the first key longer than max_key.
+inline void split_and_hash(Block& b, const KeyHasher& hasher, uint64_t max_key) {
+    b.line_end.clear();
+    b.keys.clear();
+    const unsigned char* p = b.data.p.get();
+    size_t pos = 0;
+    while (pos < b.used) {
+        const void* nl = std::memchr(p + pos, '\n', b.used - pos);
+        const size_t e = static_cast<size_t>(static_cast<const unsigned char*>(nl) - p) + 1;
+        uint64_t klen = e - 1 - pos;
+        if (klen && p[e - 2] == '\r') --klen;
+        if (klen > max_key) {
+            b.used = pos;
+            b.too_long = true;
+            break;
+        }
+        b.line_end.push_back(e);
+        b.keys.push_back(KeySpan{p + pos, klen});
+        pos = e;
+    }
+    const size_t n = b.keys.size();
+    b.hashes.resize(n);
+    const unsigned char* ptr[kBatchBlock];
+    uint32_t len[kBatchBlock];
+    for (size_t start = 0; start < n; start += kBatchBlock) {
+        const unsigned m = static_cast<unsigned>(std::min<size_t>(kBatchBlock, n - start));
+        bool short_keys = true;
+        for (unsigned j = 0; j < m; ++j) {
+            ptr[j] = b.keys[start + j].data;
+            short_keys &= b.keys[start + j].len <= UINT32_MAX;
+            len[j] = static_cast<uint32_t>(b.keys[start + j].len);
+        }
+        if (short_keys) {
+            hash_bytes_block(hasher, ptr, len, m, p + b.data.size, b.hashes.data() + start);
+        } else {
+            for (unsigned j = 0; j < m; ++j) b.hashes[start + j] = hasher.hash_key(ptr[j], b.keys[start + j].len);
+        }
+    }
+    if (b.keep_cap < n) {
+        b.keep.reset(new bool[n]);
+        b.keep_cap = n;
+    }
+}
+
+// Index of the last '\n' in p[from, to), or SIZE_MAX. (memrchr is a GNU extension; the last line
+// of a block is short, so a backward loop finds it in a few steps.)
+inline size_t last_newline(const unsigned char* p, size_t from, size_t to) noexcept {
+    for (size_t i = to; i > from; --i)
+        if (p[i - 1] == '\n') return i - 1;
+    return SIZE_MAX;
+}
+
+// Waits until fd is ready for `events`, calling wait() (which may throw Stopped) every tick.
+template <class Wait>
+void wait_ready(int fd, short events, std::chrono::milliseconds every, Wait&& wait) {
+    while (true) {
+        pollfd pfd{fd, events, 0};
+        const int r = ::poll(&pfd, 1, static_cast<int>(every.count()));
+        if (r > 0) return;
+        if (r < 0 && errno != EINTR) return;  // let the read or write itself report the error
+        wait();
+    }
+}
+
+class Pipeline {
+public:
+    // tick(result_so_far): called by the calling thread at least every opt.tick_every; returns
+    // true to stop (the run then throws Stopped after the block in hand).
+    using Tick = std::function<bool(const Result&)>;
+
+    Pipeline(std::vector<Input> inputs, int out_fd, int dropped_fd, const KeyHasher& hasher, const Options& opt,
+             Tick tick)
+        : inputs_(std::move(inputs)), out_fd_(out_fd), dropped_fd_(dropped_fd), hasher_(hasher), opt_(opt),
+          tick_(std::move(tick)) {
+        if (opt_.block == 0) opt_.block = 1;
+        if (opt_.threads == 0) opt_.threads = 1;
+    }
+
+    // Runs to the end of the input (or a stop): for each block in order, apply(block) fills
+    // block.keep[0, k) and returns k (k < lines: the key k found no room, stop after it);
+    // write_block(block, k) then writes the kept lines; commit() runs after they were written.
+    template <class Apply, class Commit>
+    Result run(Apply&& apply, Commit&& commit) {
+        const unsigned producers = opt_.threads > 1 ? opt_.threads - 1 : 0;
+        if (producers) start_producers(producers);
+        struct Joiner {
+            Pipeline& p;
+            ~Joiner() { p.stop_producers(); }
+        } joiner{*this};
+        Result r;
+        last_tick_ = std::chrono::steady_clock::now();
+        for (uint64_t seq = 0;; ++seq) {
+            std::unique_ptr<Block> b = producers ? next_ready(seq, r) : produce_inline(r);
+            if (b->error) std::rethrow_exception(b->error);
+            if (b->end) break;
+            const size_t n = b->lines();
+            const size_t k = apply(*b, n);
+            write_block(*b, k, r);
+            commit();
+            r.lines += k;
+            for (size_t j = 0; j < k; ++j) r.kept += b->keep[j];
+            r.bytes += k == n ? b->used - (b->virtual_nl ? 1 : 0) : (k ? b->line_end[k - 1] : 0);
+            if (k < n) {
+                r.status = Status::full;
+                break;
+            }
+            if (b->too_long) {
+                r.status = Status::key_too_long;
+                break;
+            }
+            recycle(std::move(b));
+            maybe_tick(r);
+        }
+        return r;
+    }
+
+    // Calls tick() now if opt.tick_every passed since the last call; throws Stopped if asked.
+    void maybe_tick(const Result& r) {
+        const auto now = std::chrono::steady_clock::now();
+        if (now - last_tick_ < opt_.tick_every) return;
+        last_tick_ = now;
+        if (tick_ && tick_(r)) throw Stopped{};
+    }
+
+private:
+    // ---- reading (under read_mutex_ when producers run) ----
+    // Fills b with the next whole lines of the input; b.end when there are none.
+    template <class Wait>
+    void read_block(Block& b, Wait&& wait) {
+        b.used = 0;
+        b.virtual_nl = b.too_long = b.end = false;
+        b.error = nullptr;
+        Bytes& d = b.data;
+        d.size = 0;
+        while (true) {
+            if (src_ >= inputs_.size()) {
+                b.end = true;
+                return;
+            }
+            if (!prefix_taken_) {
+                carry_.append(inputs_[src_].prefix.data(), inputs_[src_].prefix.size());
+                prefix_taken_ = true;
+            }
+            d.append(carry_.p.get(), carry_.size);
+            carry_.size = 0;
+            size_t target = std::max(opt_.block, d.size + 1);
+            bool eof = false;
+            size_t searched = 0;  // bytes of d known to hold no '\n'
+            while (true) {
+                d.reserve(target + 1);  // + 1: room for a virtual '\n'
+                while (d.size < target) {
+                    const ssize_t got = read_some(inputs_[src_].fd, d.p.get() + d.size, target - d.size, wait);
+                    if (got == 0) {
+                        eof = true;
+                        break;
+                    }
+                    d.size += static_cast<size_t>(got);
+                }
+                if (eof) break;
+                const unsigned char* base = d.p.get();
+                const size_t last = last_newline(base, searched, d.size);
+                if (last != SIZE_MAX) {
+                    const size_t used = last + 1;
+                    carry_.append(base + used, d.size - used);
+                    d.size = used;
+                    b.used = used;
+                    b.last_input = src_ + 1 == inputs_.size();
+                    return;
+                }
+                // A line longer than the block: read on until its end (refused early when its
+                // key already passes max_key: +1 for a '\r' that would not be part of it).
+                searched = d.size;
+                if (d.size > opt_.max_key + 1 && opt_.max_key != ~uint64_t(0)) {
+                    b.too_long = true;
+                    b.used = 0;
+                    return;
+                }
+                target = d.size + opt_.block;
+            }
+            // End of this input: its last line may lack its '\n'.
+            b.last_input = src_ + 1 == inputs_.size();
+            ++src_;
+            prefix_taken_ = false;
+            if (d.size == 0) continue;
+            if (d.p[d.size - 1] != '\n') {
+                d.p[d.size++] = '\n';  // reserved above
+                b.virtual_nl = true;
+            }
+            b.used = d.size;
+            return;
+        }
+    }
+
+    template <class Wait>
+    ssize_t read_some(int fd, unsigned char* dst, size_t n, Wait&& wait) {
+        if (fd < 0) return 0;  // an input given whole as its prefix
+        while (true) {
+            wait_ready(fd, POLLIN, opt_.tick_every, wait);
+            const ssize_t got = ::read(fd, dst, std::min<size_t>(n, size_t(1) << 30));
+            if (got >= 0) return got;
+            if (errno == EINTR) {
+                wait();
+                continue;
+            }
+            if (errno == EAGAIN || errno == EWOULDBLOCK) continue;  // a non-blocking fd: poll again
+            throw IoError(errno, 0, src_, "cannot read input");
+        }
+    }
+
+    std::unique_ptr<Block> take_free() {
+        std::lock_guard<std::mutex> g(queue_mutex_);
+        if (free_.empty()) return std::unique_ptr<Block>(new Block());
+        std::unique_ptr<Block> b = std::move(free_.back());
+        free_.pop_back();
+        return b;
+    }
+    void recycle(std::unique_ptr<Block> b) {
+        {
+            std::lock_guard<std::mutex> g(queue_mutex_);
+            free_.push_back(std::move(b));
+        }
+        room_.notify_one();
+    }
+
+    std::unique_ptr<Block> produce_inline(const Result& r) {
+        std::unique_ptr<Block> b = take_free();
+        read_block(*b, [&] { maybe_tick(r); });
+        if (!b->end) split_and_hash(*b, hasher_, opt_.max_key);
+        return b;
+    }
+
+    // ---- producer threads ----
+    void start_producers(unsigned n) {
+        in_flight_limit_ = 2 * n + 2;
+        // The producers block every signal (they inherit the mask at creation): a signal then
+        // reaches the calling thread, whose waits and writes it interrupts, and which alone runs
+        // the caller's tick().
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, &old);
+        try {
+            for (unsigned t = 0; t < n; ++t) threads_.emplace_back([this] { produce(); });
+        } catch (...) {
+            pthread_sigmask(SIG_SETMASK, &old, nullptr);
+            stop_producers();
+            throw;
+        }
+        pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    }
+    void stop_producers() {
+        stop_.store(true);
+        room_.notify_all();
+        for (std::thread& t : threads_) t.join();
+        threads_.clear();
+    }
+
+    void produce() {
+        try {
+            produce_blocks();
+        } catch (...) {  // (no memory for a block): the calling thread rethrows it
+            std::lock_guard<std::mutex> g(queue_mutex_);
+            if (!fatal_) fatal_ = std::current_exception();
+        }
+        ready_cv_.notify_all();
+    }
+    void produce_blocks() {
+        const auto wait = [this] {
+            if (stop_.load()) throw Stopped{};
+        };
+        while (!stop_.load()) {
+            {
+                // Bound the blocks in flight (read, not yet taken by the calling thread).
+                std::unique_lock<std::mutex> g(queue_mutex_);
+                room_.wait(g, [&] { return stop_.load() || issued_ - consumed_ < in_flight_limit_; });
+                if (stop_.load()) return;
+                ++issued_;
+            }
+            std::unique_ptr<Block> b = take_free();
+            try {
+                std::lock_guard<std::mutex> rg(read_mutex_);
+                b->seq = next_seq_++;
+                if (input_done_) {
+                    b->end = true;
+                    b->error = nullptr;
+                } else {
+                    read_block(*b, wait);
+                    if (b->end || b->too_long) input_done_ = true;
+                }
+            } catch (const Stopped&) {
+                return;
+            } catch (...) {
+                std::lock_guard<std::mutex> rg(read_mutex_);
+                b->error = std::current_exception();
+                input_done_ = true;
+            }
+            const bool last = b->end || b->error || input_done_;
+            if (!b->end && !b->error) {
+                try {
+                    split_and_hash(*b, hasher_, opt_.max_key);
+                } catch (...) {
+                    b->error = std::current_exception();
+                }
+            }
+            {
+                std::lock_guard<std::mutex> g(queue_mutex_);
+                ready_[b->seq] = std::move(b);
+            }
+            ready_cv_.notify_all();
+            if (last) return;  // the other producers hand over the end of the input
+        }
+    }
+    std::unique_ptr<Block> next_ready(uint64_t seq, const Result& r) {
+        std::unique_lock<std::mutex> g(queue_mutex_);
+        while (true) {
+            if (fatal_) std::rethrow_exception(fatal_);
+            auto it = ready_.find(seq);
+            if (it != ready_.end()) {
+                std::unique_ptr<Block> b = std::move(it->second);
+                ready_.erase(it);
+                ++consumed_;  // counts against in_flight_limit_ from here: the block is ours
+                g.unlock();
+                room_.notify_all();
+                return b;
+            }
+            ready_cv_.wait_for(g, opt_.tick_every);
+            g.unlock();
+            maybe_tick(r);
+            g.lock();
+        }
+    }
+
+    // ---- writing ----
+    void write_block(Block& b, size_t k, const Result& r) {
+        const bool final = b.last_input && b.virtual_nl && k == b.lines();
+        if (out_fd_ >= 0) gather_and_write(b, k, true, final, out_fd_, 1, r);
+        if (dropped_fd_ >= 0) gather_and_write(b, k, false, final, dropped_fd_, 2, r);
+    }
+    // Writes lines [0, k) whose keep flag equals `kept`, in order, with one copy into out_ and as
+    // few write() calls as the fd takes. `final`: the block ends the input with a virtual '\n',
+    // which is not written.
+    void gather_and_write(const Block& b, size_t k, bool kept, bool final, int fd, int side, const Result& r) {
+        out_.size = 0;
+        const unsigned char* p = b.data.p.get();
+        size_t run_start = 0;
+        bool in_run = false;
+        size_t last_sel = SIZE_MAX;
+        for (size_t j = 0; j < k; ++j) {
+            const bool sel = b.keep[j] == kept;
+            const size_t start = j ? b.line_end[j - 1] : 0;
+            if (sel && !in_run) {
+                run_start = start;
+                in_run = true;
+            } else if (!sel && in_run) {
+                out_.append(p + run_start, start - run_start);
+                in_run = false;
+            }
+            if (sel) last_sel = j;
+        }
+        if (in_run) out_.append(p + run_start, (k ? b.line_end[k - 1] : 0) - run_start);
+        if (final && last_sel == k - 1 && out_.size) --out_.size;
+        write_all(fd, out_.p.get(), out_.size, side, r);
+    }
+    void write_all(int fd, const unsigned char* data, size_t n, int side, const Result& r) {
+        while (n) {
+            wait_ready(fd, POLLOUT, opt_.tick_every, [&] { maybe_tick(r); });
+            const ssize_t w = ::write(fd, data, std::min<size_t>(n, size_t(1) << 30));
+            if (w < 0) {
+                if (errno == EINTR) {
+                    maybe_tick_now(r);
+                    continue;
+                }
+                if (errno == EAGAIN || errno == EWOULDBLOCK) continue;
+                throw IoError(errno, side, 0, "cannot write output");
+            }
+            data += w;
+            n -= static_cast<size_t>(w);
+        }
+    }
+    // After EINTR: a signal arrived, check it now.
+    void maybe_tick_now(const Result& r) {
+        last_tick_ = std::chrono::steady_clock::now();
+        if (tick_ && tick_(r)) throw Stopped{};
+    }
+
+    std::vector<Input> inputs_;
+    int out_fd_, dropped_fd_;
+    KeyHasher hasher_;
+    Options opt_;
+    Tick tick_;
+    std::chrono::steady_clock::time_point last_tick_;
+    Bytes out_;
+
+    // Reading state (read_mutex_ when producers run).
+    std::mutex read_mutex_;
+    size_t src_ = 0;
+    bool prefix_taken_ = false;
+    Bytes carry_;
+    bool input_done_ = false;
+    uint64_t next_seq_ = 0;
+
+    // Hand-over between producers and the calling thread (queue_mutex_).
+    std::mutex queue_mutex_;
+    std::condition_variable ready_cv_, room_;
+    std::map<uint64_t, std::unique_ptr<Block>> ready_;
+    std::vector<std::unique_ptr<Block>> free_;
+    uint64_t issued_ = 0, consumed_ = 0, in_flight_limit_ = 4;
+    std::atomic<bool> stop_{false};
+    std::exception_ptr fatal_;
+    std::vector<std::thread> threads_;
+};
+
+// ---- the two tables ----
+
+// Dedup through a filter: each block's keys go through insert_batch (unique) in line order; a key
+// that finds no room ends the run after the lines before it (Status::full; the filter holds
+// exactly their keys).
+inline Result with_filter(StagedFilter& f, std::vector<Input> inputs, int out_fd, int dropped_fd, const Options& opt,
+                          Pipeline::Tick tick) {
+    Pipeline p(std::move(inputs), out_fd, dropped_fd, f.hasher(), opt, std::move(tick));
+    double fpr_before = f.expected_fpr();
+    double expected_false = 0.0;
+    Result r = p.run(
+        [&](Block& b, size_t n) -> size_t {
+            bool full = false;
+            const uint64_t* h = b.hashes.data();
+            const size_t done = static_cast<size_t>(
+                f.insert_batch(n, [h](uint64_t k) { return h[k]; }, Filter::InsertMode::Unique, b.keep.get(), full,
+                               [] { return false; }));
+            size_t kept = 0;
+            for (size_t j = 0; j < done; ++j) kept += b.keep[j];
+            const double fpr_after = f.expected_fpr();
+            expected_false += static_cast<double>(kept) * 0.5 * (fpr_before + fpr_after);
+            fpr_before = fpr_after;
+            return done;
+        },
+        [] {});
+    r.expected_false = expected_false;
+    return r;
+}
+
+// Exact dedup through a store. `batches` (a persistent store): each block is one store batch,
+// committed only after the block's lines were written (handed to the OS): whatever stops the run
+// leaves in the store no line that was not written. Without it (an anonymous store), each block is
+// one atomic call.
+inline Result with_store(Store& s, std::vector<Input> inputs, int out_fd, int dropped_fd, const Options& opt,
+                         bool batches, Pipeline::Tick tick) {
+    Pipeline p(std::move(inputs), out_fd, dropped_fd, s.hasher(), opt, std::move(tick));
+    struct Rollback {
+        Store& s;
+        ~Rollback() {
+            if (s.in_batch()) {
+                try {
+                    s.rollback_batch();
+                } catch (...) {
+                }
+            }
+        }
+    } rollback{s};
+    return p.run(
+        [&](Block& b, size_t n) -> size_t {
+            if (batches) s.begin_batch();
+            uint64_t done = 0;
+            s.apply_chunk(Store::Op::AddUnique, n, b.keys.data(), b.hashes.data(), nullptr, b.keep.get(), done);
+            return n;
+        },
+        [&] {
+            if (batches) s.commit_batch();
+        });
+}
+
+}  // namespace dedup
+}  // namespace cuckoo
+
+#endif  // !defined(_WIN32)

@@ -1,0 +1,158 @@
+"""The native dedup pipeline (cpp/include/cuckoo/dedup.hpp, through cuckoo.dedup on file
+descriptors) against a reference model: a Python dict of first occurrences over the same lines.
+Random block sizes and thread counts; CRLF, no final newline, empty lines, NUL bytes, lines longer
+than a block; exact, store (across reruns) and filter (a subsequence of the model: no changed,
+extra or reordered line). The answers never depend on the thread count or the block size."""
+
+from __future__ import annotations
+
+import io
+import os
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import cuckoo
+from cuckoo.cli import engine
+
+FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+LONG = settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+def split(inputs):
+    """(line as written, key) of every line of the inputs read as one: a last line without '\\n'
+    gets one when more input follows."""
+    out = []
+    for i, data in enumerate(inputs):
+        if not data:
+            continue
+        parts = data.split(b"\n")
+        open_last = parts[-1] != b""
+        if not open_last:
+            parts.pop()
+        for j, line in enumerate(parts):
+            last = j == len(parts) - 1
+            text = line + (b"\n" if not (last and open_last) or i < len(inputs) - 1 else b"")
+            out.append((text, line[:-1] if line.endswith(b"\r") else line))
+    return out
+
+
+def model(inputs, seen=()):
+    seen = set(seen)
+    kept, dropped = [], []
+    for text, key in split(inputs):
+        (dropped if key in seen else kept).append(text)
+        seen.add(key)
+    return b"".join(kept), b"".join(dropped)
+
+
+def is_subsequence(got_lines, want_lines):
+    it = iter(want_lines)
+    return all(any(g == w for w in it) for g in got_lines)
+
+
+line = st.one_of(
+    st.binary(max_size=6).map(lambda b: b.replace(b"\n", b"")),
+    st.sampled_from([b"", b"a", b"b", b"\x00", b"a\x00", b"\r", b"x" * 70]),
+)
+text = st.tuples(st.lists(st.tuples(line, st.sampled_from([b"\n", b"\r\n"])), max_size=60), st.booleans()).map(
+    lambda t: b"".join(k + e for k, e in t[0])[: None if t[1] or not t[0] else -1])
+
+
+def fast_and_long(check):
+    """A fast hypothesis test of check(tmp_path, inputs, block, threads) and a long one (-m slow)."""
+    fast = FAST(given(st.lists(text, min_size=1, max_size=3), st.integers(1, 300), st.integers(1, 4))(check))
+    long = LONG(given(st.lists(text, min_size=1, max_size=4), st.integers(1, 5000), st.integers(1, 8))(check))
+    return fast, pytest.mark.slow(long)
+
+
+def write_inputs(tmp_path, inputs):
+    paths = []
+    for k, data in enumerate(inputs):
+        p = tmp_path / f"in{k}.txt"
+        p.write_bytes(data)
+        paths.append(str(p))
+    return paths
+
+
+def test_paths_go_through_the_native_pipeline(tmp_path):
+    """(So that the tests below test it.) Paths and real files have fds; BytesIO and iterables
+    take the Python block path."""
+    paths = write_inputs(tmp_path, [b"a\n"])
+    sources = engine._sources(paths)
+    assert engine._Native.plan(sources, engine.LineFraming(), (engine._Sink(None), engine._Sink(None))) is not None
+    sources[0].close()
+    assert hasattr(cuckoo.Filter, "_dedup") or os.name == "nt"
+    sources = engine._sources(io.BytesIO(b"a\n"))
+    assert engine._Native.plan(sources, engine.LineFraming(), (engine._Sink(None), engine._Sink(None))) is None
+
+
+def check_exact(tmp_path, inputs, block, threads):
+    paths = write_inputs(tmp_path, inputs)
+    kept, dropped = model(inputs)
+    out, drop = tmp_path / "out", tmp_path / "drop"
+    r = cuckoo.dedup(paths, out, exact=True, dropped=drop, block_size=block, threads=threads)
+    assert out.read_bytes() == kept
+    assert drop.read_bytes() == dropped
+    n = len(split(inputs))
+    assert (r.lines_read, r.lines_kept) == (n, len(split([kept])))
+    assert r.bytes_read == sum(len(d) for d in inputs)
+
+
+test_exact_equals_the_model, test_exact_equals_the_model_long = fast_and_long(check_exact)
+
+
+def check_filter(tmp_path, inputs, block, threads):
+    paths = write_inputs(tmp_path, inputs)
+    kept, _ = model(inputs)
+    out = tmp_path / "out"
+    r = cuckoo.dedup(paths, out, block_size=block, threads=threads, seed=7)
+    got = out.read_bytes()
+    # a subsequence of the model (a false drop at most: with so few keys at fpr 1e-4, rare)
+    want_lines = [t for t, _ in split([kept])]
+    got_lines = [t for t, _ in split([got])]
+    assert is_subsequence(got_lines, want_lines)
+    assert r.lines_kept == len(got_lines)
+    # the same seed gives the same answer on the Python block path (a BytesIO has no fd)
+    if len(inputs) == 1:
+        py_out = io.BytesIO()
+        cuckoo.dedup(io.BytesIO(inputs[0]), py_out, block_size=block, seed=7)
+        assert py_out.getvalue() == got
+
+
+test_filter_is_a_subsequence_of_the_model, test_filter_is_a_subsequence_of_the_model_long = fast_and_long(check_filter)
+
+
+@FAST
+@given(st.lists(text, min_size=2, max_size=4), st.integers(1, 300), st.integers(1, 4))
+def test_store_across_reruns_equals_the_model(tmp_path, runs, block, threads):
+    """Each run dedups against every line the runs before it recorded."""
+    store = tmp_path / "s.ckv"
+    for f in tmp_path.glob("s.ckv*"):
+        f.unlink()
+    seen = []
+    for k, data in enumerate(runs):
+        p = tmp_path / "in.txt"
+        p.write_bytes(data)
+        kept, dropped = model([data], seen)
+        out, drop = tmp_path / "out", tmp_path / "drop"
+        cuckoo.dedup(p, out, store=store, dropped=drop, block_size=block, threads=threads)
+        assert out.read_bytes() == kept, k
+        assert drop.read_bytes() == dropped, k
+        seen.extend(key for _, key in split([data]))
+    with cuckoo.Store(store, readonly=True) as s:
+        assert len(s) == len(set(seen))
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_stdin_read_ahead_and_a_pipe(tmp_path, threads):
+    """A pipe's bytes read ahead by the size estimate (and by the reader's buffer) come first."""
+    import subprocess
+    import sys
+
+    data = b"".join(b"%d\r\n" % (i % 37) for i in range(5000)) + b"last"
+    proc = subprocess.run([sys.executable, "-m", "cuckoo", "dedup", "--exact", "-q", "--block-size", "100",
+                           "--threads", str(threads)], input=data, capture_output=True, check=True,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert proc.stdout == model([data])[0]
