@@ -300,10 +300,9 @@ struct TableProbe {
             return static_cast<unsigned>(popcount64(mx | (my >> 1)));
         }
     }
+    // Whether the bucket at table bit `bit` holds a lane equal to `pattern`.
     template <BucketShape Shape>
-    bool contains_as(uint64_t bucket, uint32_t fp) const noexcept {
-        const uint64_t bit = bit_of(bucket);
-        const uint64_t pattern = pattern_of(fp);
+    bool contains_at(uint64_t bit, uint64_t pattern) const noexcept {
         if constexpr (Shape == BucketShape::MultiWord) {
             uint64_t any = 0;
             for (unsigned w = 0; w < words_per_bucket; ++w) any |= zero_lanes(load_bits(bit + w * word_bits) ^ pattern);
@@ -311,6 +310,10 @@ struct TableProbe {
         } else {
             return zero_lanes(bucket_word<Shape>(bit) ^ pattern) != 0;
         }
+    }
+    template <BucketShape Shape>
+    bool contains_as(uint64_t bucket, uint32_t fp) const noexcept {
+        return contains_at<Shape>(bit_of(bucket), pattern_of(fp));
     }
     // fn(std::integral_constant<BucketShape, shape()>{}): code specialised for this table's
     // bucket shape, chosen once (per batch, not per bucket).
