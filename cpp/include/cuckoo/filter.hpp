@@ -230,7 +230,11 @@ public:
     bool contains_hash(uint64_t h) const noexcept {
         const KeyHash k = locate(h);
         // Both buckets are read unconditionally: branch-free is faster than "i2 only if i1 misses".
-        return table_.contains(k.i1, k.fp) | table_.contains(k.i2, k.fp);
+        // One table probe and one shape dispatch for both (a scalar `in` is mostly such overhead).
+        const TableProbe probe = table_.probe();
+        return probe.with_shape([&](auto shape) {
+            return probe.either_contains<decltype(shape)::value>(probe.bit_of(k.i1), probe.bit_of(k.i2), probe.pattern_of(k.fp));
+        });
     }
     uint64_t count_hash(uint64_t h) const noexcept {
         const KeyHash k = locate(h);

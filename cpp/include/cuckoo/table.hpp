@@ -431,7 +431,7 @@ public:
     TableProbe probe() const noexcept {
         return TableProbe{bytes_.data(), bucket_bits_, word_mask_, lane_ones_, lane_low_, lane_high_,
                           word_bits_, words_per_bucket_, bucket_last_byte_, lanes_per_word_, fp_bits_, lane_div_,
-                          512 % bucket_bits_ != 0, decoder_};
+                          may_straddle_, decoder_};
     }
     uint64_t match_mask(uint64_t bucket, unsigned word, uint32_t fp) const noexcept {
         return probe().match_mask(bucket, word, fp);
@@ -470,6 +470,7 @@ private:
         bucket_bits_ = bucket_bits_for(bucket_size_, fp_bits_, semi_sorted_);
         decoder_ = semi_sorted_ ? semisort::Decoder::for_bits(fp_bits_) : semisort::Decoder{};
         bucket_last_byte_ = (bucket_bits_ - 1) / 8;
+        may_straddle_ = 512 % bucket_bits_ != 0;  // here, not in probe(): a division per scalar call
         lane_div_ = (1u << 16) / fp_bits_ + 1;
         word_mask_ = word_bits_ >= 64 ? ~0ull : ((1ull << word_bits_) - 1);
         lane_ones_ = 0;
@@ -486,6 +487,7 @@ private:
     unsigned word_bits_ = 0;    // L * f
     uint64_t bucket_bits_ = 0;  // b * f
     unsigned bucket_last_byte_ = 0;
+    bool may_straddle_ = false;
     uint32_t lane_div_ = 0;
     unsigned words_per_bucket_ = 1;
     uint64_t fp_mask_ = 0;
