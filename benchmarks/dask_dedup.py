@@ -182,6 +182,7 @@ def main(argv: Any = None) -> int:
     p.add_argument("--key", choices=["int", "str"], default="int")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--max-repeats", type=int, default=1000, help="exact section: keys repeated 1..this many times")
+    p.add_argument("--shards", type=int, default=None, help="exact section: shards (default: cuckoo.dask's)")
     p.add_argument("--only", choices=["all", "filter", "exact"], default="all",
                    help="run only the filter sections (build, dedup) or only the exact-dedup section")
     args = p.parse_args(argv)
@@ -235,7 +236,7 @@ def exact_section(args: argparse.Namespace, rows: List[Any], parts: List[Tuple[i
                            enforce_metadata=False)
 
     def run_exact(client: Any, ddf: Any) -> Any:
-        out = cd.dedup(ddf, "key", exact=True).persist()
+        out = cd.dedup(ddf, "key", exact=True, shards=args.shards).persist()
         wait(out)
         return out
 
