@@ -141,3 +141,16 @@ def test_bad_sources_are_refused(source, error):
         return
     with pytest.raises(error):
         cuckoo.dedup(source, None)
+
+
+@pytest.mark.parametrize("store", [False, True])
+def test_the_store_index_is_sized_from_the_estimate(tmp_path, store):
+    """The exact path reserves the index for the estimated distinct lines (the filter's estimate):
+    no growth on the way (without the reserve, the first block grows the new store's index once)."""
+    data = b"".join(b"line-%d\n" % (i % 60_000) for i in range(150_000))
+    src = tmp_path / "in.txt"
+    src.write_bytes(data)
+    kwargs = dict(store=tmp_path / "s.ckv") if store else dict(exact=True)
+    r = cuckoo.dedup(src, None, **kwargs)
+    assert r.lines_kept == 60_000
+    assert r.store_stats["grows"] == 0
