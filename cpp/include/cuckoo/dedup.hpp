@@ -569,6 +569,10 @@ inline Result with_filter(StagedFilter& f, std::vector<Input> inputs, int out_fd
 // one atomic call.
 inline Result with_store(Store& s, std::vector<Input> inputs, int out_fd, int dropped_fd, const Options& opt,
                          bool batches, Pipeline::Tick tick) {
+    // Without batches the store is --exact's anonymous one, which dies with the run: its index may
+    // spend 4 bytes a slot on growing without reading the log back (a low estimate of the
+    // distinct lines then costs growths in memory only).
+    if (!batches) s.keep_index_bits();
     Pipeline p(std::move(inputs), out_fd, dropped_fd, s.hasher(), opt, std::move(tick));
     struct Rollback {
         Store& s;
