@@ -162,16 +162,16 @@ inline bool hash_object(const cuckoo::KeyHasher& f, PyObject* key, uint64_t& out
         Py_ssize_t len;
         const char* s = PyUnicode_AsUTF8AndSize(key, &len);  // cached on the str object
         if (!s) return false;  // UnicodeEncodeError (a ValueError): lone surrogates
-        out = f.hash_key(s, static_cast<size_t>(len));
+        out = f.hash_one_key(s, static_cast<size_t>(len));
         return true;
     }
     if (PyBytes_Check(key)) {
-        out = f.hash_key(PyBytes_AS_STRING(key), static_cast<size_t>(PyBytes_GET_SIZE(key)));
+        out = f.hash_one_key(PyBytes_AS_STRING(key), static_cast<size_t>(PyBytes_GET_SIZE(key)));
         return true;
     }
     KeyBytes bytes;
     if (!key_bytes_of_object(key, bytes)) return false;
-    out = f.hash_key(bytes.data, bytes.len);
+    out = f.hash_one_key(bytes.data, bytes.len);
     return true;
 }
 

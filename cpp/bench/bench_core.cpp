@@ -3,11 +3,17 @@
 // again last, to show drift on a shared machine), and the load reached at the first failed insert.
 //
 //   bench_core [N ...] [--big] [--config F,B ...] [--repeat R] [--seed S]
+//   bench_core --levels [N ...] [--big] [--config F,B ...] [--repeat R]
 //
 //   N            key counts (default 1000000); --big adds 60000000
 //   --config     fingerprint bits and bucket size (default: 16,4 and 12,4)
 //   --repeat     runs per measurement, the fastest is reported (default 3; 1 for N >= 10^7)
 //   CUCKOO_CPU   (environment) the kernel level: portable, avx2 or avx512 (default: the best)
+//   --levels     instead: the bulk loops at every kernel level this CPU has, taking turns within
+//                each of R rounds (default 7) in one process, with the ratios to the AVX2 level
+//                (or the best level below it) as the median of the per-round ratios: the level
+//                ratios of a shared machine, whose speed drifts within seconds, measured side by side
+//                (and timed by the thread's CPU time where POSIX has it, not wall time)
 //
 // Keys are the integers 0..N-1 (present) and 2^63 + i (absent), hashed with the filter's seeded
 // XXH64 exactly as the Python binding hashes int keys. Timings are wall-clock
@@ -20,11 +26,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "cuckoo/filter.hpp"
+#include "cuckoo/hash_block.hpp"
 
 namespace {
 
@@ -39,6 +47,18 @@ struct Config {
 
 double seconds_since(Clock::time_point t0) {
     return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// The CPU time of this thread in seconds where POSIX has it (else wall time): --levels compares
+// levels on a shared machine, where wall time also counts the moments another process ran.
+double thread_seconds() {
+#if defined(CLOCK_THREAD_CPUTIME_ID)
+    timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+#else
+    return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+#endif
 }
 
 // Defeats dead-code elimination of results.
@@ -205,8 +225,94 @@ bool run(uint64_t n, Config c, unsigned repeat, uint64_t seed) {
     return ok;
 }
 
+// Integer keys hashed a block at a time, as the binding's integer-array source does.
+struct BlockIntKeys {
+    static constexpr bool kVectorHashBlock = true;
+    const cuckoo::Filter* filter;
+    const uint64_t* keys;
+    uint64_t operator()(uint64_t k) const { return filter->hash_int(keys[k]); }
+    void hash_block(uint64_t start, unsigned len, uint64_t* out) const {
+        cuckoo::hash_ints_block(filter->hasher(), keys + start, len, out);
+    }
+};
+
+// --levels: each bulk loop at every level this CPU has, the levels taking turns in every round.
+// Lookups are of n keys, half present; inserts fill an empty filter with n keys (to the design
+// load). Keys are hashed as the binding hashes integer arrays (XXH3, a block at a time). Prints per level the median ns per key and the median over rounds of the ratio to the
+// reference level (AVX2 if the CPU has it) measured in the same round.
+bool run_levels(uint64_t n, Config c, unsigned rounds, uint64_t seed) {
+    std::vector<cuckoo::CpuLevel> levels;
+    for (int k = 0; k < cuckoo::kCpuLevelCount; ++k)
+        if (cuckoo::cpu_supports(static_cast<cuckoo::CpuLevel>(k))) levels.push_back(static_cast<cuckoo::CpuLevel>(k));
+    const cuckoo::CpuLevel before = cuckoo::cpu_level();
+    const size_t ref = std::min<size_t>(1, levels.size() - 1);  // avx2, else portable
+    cuckoo::Filter proto = cuckoo::Filter::for_capacity(n, 0.5, c.f, c.b, 500, seed);
+    std::printf("n=%llu f=%u b=%u: table %.1f MiB, %u rounds, levels taking turns in each\n",
+                static_cast<unsigned long long>(n), c.f, c.b, static_cast<double>(proto.table_bytes()) / (1 << 20), rounds);
+    // Keys as the binding hands integer arrays to the core: hashed a block at a time by the vector
+    // hash of the level (hash_ints_block), and declared so (see cuckoo::vector_hash_block).
+    std::vector<uint64_t> present_keys(n), mixed_keys(n);
+    for (uint64_t i = 0; i < n; ++i) {
+        present_keys[i] = i;
+        mixed_keys[i] = i & 1 ? kAbsentBase + i : i / 2;  // half present, half absent, interleaved
+    }
+    BlockIntKeys present{&proto, present_keys.data()}, mixed{&proto, mixed_keys.data()};
+    const auto never = [] { return false; };
+    cuckoo::Filter filled = proto;
+    bool full = false;
+    bool ok = filled.insert_batch(n, present, cuckoo::Filter::InsertMode::Always, nullptr, full, never) == n;
+    std::vector<uint8_t> out(n);
+    const char* names[] = {"insert_batch, n keys into an empty filter", "contains_batch, 50% present",
+                           "count_batch, 50% present"};
+    constexpr unsigned kOps = 3;
+    // ns[op][level][round]
+    std::vector<std::vector<std::vector<double>>> ns(kOps, std::vector<std::vector<double>>(levels.size()));
+    for (unsigned r = 0; r < rounds; ++r) {
+        for (size_t l = 0; l < levels.size(); ++l) {
+            cuckoo::set_cpu_level(levels[l]);
+            {
+                cuckoo::Filter fl = proto;  // allocation + zeroing outside the timed loop
+                const double t0 = thread_seconds();
+                const uint64_t done = fl.insert_batch(n, present, cuckoo::Filter::InsertMode::Always, nullptr, full, never);
+                ns[0][l].push_back((thread_seconds() - t0) * 1e9 / static_cast<double>(n));
+                ok &= done == n && fl == filled;  // every level stores the same entries
+            }
+            {
+                const double t0 = thread_seconds();
+                filled.contains_batch(n, mixed, out.data(), never);
+                ns[1][l].push_back((thread_seconds() - t0) * 1e9 / static_cast<double>(n));
+                for (uint64_t i = 0; i < n; i += 2) ok &= out[i] == 1;
+            }
+            {
+                const double t0 = thread_seconds();
+                filled.count_batch(n, mixed, out.data(), never);
+                ns[2][l].push_back((thread_seconds() - t0) * 1e9 / static_cast<double>(n));
+            }
+        }
+    }
+    cuckoo::set_cpu_level(before);
+    const auto median = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+    };
+    for (unsigned op = 0; op < kOps; ++op) {
+        std::printf("  %s\n", names[op]);
+        for (size_t l = 0; l < levels.size(); ++l) {
+            std::vector<double> ratio;
+            for (unsigned r = 0; r < rounds; ++r) ratio.push_back(ns[op][l][r] / ns[op][ref][r]);
+            std::printf("    %-9s %8.1f ns/key (median; min %.1f)  %5.2fx %s (median of per-round ratios)\n",
+                        cuckoo::cpu_level_name(levels[l]), median(ns[op][l]),
+                        *std::min_element(ns[op][l].begin(), ns[op][l].end()), median(ratio),
+                        cuckoo::cpu_level_name(levels[ref]));
+        }
+    }
+    if (!ok) std::printf("  ERROR: a level stored other entries or missed a present key\n");
+    std::fflush(stdout);
+    return ok;
+}
+
 [[noreturn]] void usage() {
-    std::fprintf(stderr, "usage: bench_core [N ...] [--big] [--config F,B ...] [--repeat R] [--seed S]\n");
+    std::fprintf(stderr, "usage: bench_core [--levels] [N ...] [--big] [--config F,B ...] [--repeat R] [--seed S]\n");
     std::exit(2);
 }
 
@@ -217,9 +323,12 @@ int main(int argc, char** argv) {
     std::vector<Config> configs;
     int repeat = -1;
     uint64_t seed = 0;
+    bool levels = false;
     for (int a = 1; a < argc; ++a) {
         const std::string arg = argv[a];
-        if (arg == "--big") {
+        if (arg == "--levels") {
+            levels = true;
+        } else if (arg == "--big") {
             sizes.push_back(60000000);
         } else if (arg == "--config" && a + 1 < argc) {
             unsigned f = 0, b = 0;
@@ -253,9 +362,9 @@ int main(int argc, char** argv) {
                     : "");
     for (uint64_t n : sizes) {
         for (const Config& c : configs) {
-            const unsigned r = repeat > 0 ? static_cast<unsigned>(repeat) : (n >= 10000000 ? 1u : 3u);
+            const unsigned r = repeat > 0 ? static_cast<unsigned>(repeat) : levels ? 7u : (n >= 10000000 ? 1u : 3u);
             try {
-                ok &= run(n, c, r, seed);
+                ok &= levels ? run_levels(n, c, r, seed) : run(n, c, r, seed);
             } catch (const std::exception& e) {
                 std::printf("  ERROR: %s\n", e.what());
                 ok = false;

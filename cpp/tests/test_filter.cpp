@@ -1085,6 +1085,52 @@ TEST_CASE(lookup_kernel_passes_equal_contains_hash) {
 #endif
 }
 
+// The scalar two-pass lookup (tables beyond the caches at the portable level, and shapes the AVX2
+// kernel does not read) answers exactly like contains_hash: called directly on small tables, for
+// every (b, f) and so every bucket shape, batch lengths around the block size, both output types;
+// a stopped batch reports the keys done and writes nothing past them.
+TEST_CASE(scalar_two_pass_lookup_equals_contains_hash) {
+    cktest::Rng rng(55);
+    for (unsigned b : kBucketSizes) {
+        for (unsigned f = cuckoo::kMinFingerprintBits; f <= cuckoo::kMaxFingerprintBits; ++f) {
+            const uint64_t m = 1024;
+            Filter fl(m, b, f, 500, 31);
+            const cuckoo::TableProbe probe = fl.table().probe();
+            // ~90% load: many keys sit in their second bucket.
+            const std::vector<uint64_t> stored = distinct_keys(m * b * 9 / 10, f + 100);
+            for (uint64_t k : stored) fl.insert_hash(fl.hash_int(k));
+            for (uint64_t n : {0u, 1u, 31u, 32u, 33u, 65u, 97u, 1000u}) {
+                cktest::context() = params(m, b, f) + " n=" + std::to_string(n);
+                std::vector<uint64_t> keys(n);
+                for (uint64_t& k : keys) k = rng.below(2) ? stored[rng.below(stored.size())] : rng.next();
+                IntKeys source{&fl, &keys};
+                auto never = [] { return false; };
+                std::unique_ptr<bool[]> found(new bool[n + 1]);
+                std::vector<uint32_t> found32(n + 1, 7);
+                std::vector<uint8_t> partial(n, 9);
+                unsigned polls = 0;
+                auto stop = [&] { return ++polls >= 3; };  // two blocks done
+                const uint64_t expected_done = std::min<uint64_t>(n, 2 * cuckoo::kBatchBlock);
+                probe.with_shape([&](auto shape) {
+                    constexpr cuckoo::BucketShape kShape = decltype(shape)::value;
+                    CHECK_EQ(fl.contains_two_pass<kShape>(probe, n, source, found.get(), never), n);
+                    CHECK_EQ(fl.contains_two_pass<kShape>(probe, n, source, found32.data(), never), n);
+                    CHECK_EQ(fl.contains_two_pass<kShape>(probe, n, source, partial.data(), stop), expected_done);
+                    return 0;
+                });
+                for (uint64_t i = 0; i < n; ++i) {
+                    const bool expected = fl.contains_hash(fl.hash_int(keys[i]));
+                    CHECK_EQ(found[i], expected);
+                    CHECK_EQ(found32[i], uint32_t(expected));
+                    if (i < expected_done) CHECK_EQ(partial[i], uint8_t(expected));
+                    else CHECK_EQ(partial[i], 9);
+                }
+                CHECK_EQ(found32[n], 7u);
+            }
+        }
+    }
+}
+
 // The AVX2 count kernel, both ways (without prefetches as for cache-resident tables, with them
 // as for larger ones: chosen here by the table size it is told), counts exactly like count_hash:
 // every (b, f) the kernel reads, keys stored up to three times, batch lengths around the block

@@ -571,6 +571,21 @@ TEST_CASE(xxh3_reference_vectors) {
         if (v.len == 8) CHECK_EQ(cuckoo::xxh3_u64(cuckoo::load_le64(buf.data()), v.seed), v.expected);
         const cuckoo::KeyHasher hasher{v.seed, cuckoo::HashAlgorithm::xxh3};
         CHECK_EQ(hasher.hash_key(buf.data(), v.len), v.expected);
+        CHECK_EQ(hasher.hash_one_key(buf.data(), v.len), v.expected);  // the Python objects' entry
+    }
+}
+
+// hash_one_key (Python objects, one at a time) equals hash_key (the bulk loops) for both
+// algorithms, every length up to 300 and random seeds: a key's hash is the same on every path.
+TEST_CASE(hash_one_key_equals_hash_key) {
+    const std::vector<unsigned char> buf = fill_sanity_buffer(300);
+    cktest::Rng rng(61);
+    for (const cuckoo::HashAlgorithm algorithm : {cuckoo::HashAlgorithm::xxh3, cuckoo::HashAlgorithm::xxh64}) {
+        for (size_t len = 0; len <= 300; ++len) {
+            const cuckoo::KeyHasher hasher{rng.next(), algorithm};
+            cktest::context() = std::string(cuckoo::hash_algorithm_name(algorithm)) + " len=" + std::to_string(len);
+            CHECK_EQ(hasher.hash_one_key(buf.data(), len), hasher.hash_key(buf.data(), len));
+        }
     }
 }
 

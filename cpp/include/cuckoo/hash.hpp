@@ -454,6 +454,14 @@ struct KeyHasher {
     uint64_t hash_key(const void* data, size_t len) const noexcept {
         return algorithm == HashAlgorithm::xxh3 ? xxh3_bytes(data, len, seed) : hash_bytes(data, len, seed);
     }
+    // The same hash of one key hashed on its own (a Python object: scalar calls, list items), by
+    // the reference XXH3 with its length branches. Faster there than xxh3_8to32, which computes
+    // all three paths of 8-32 bytes: measured on Zen 4 (C++, 10^4 keys hashed 100 times, ns a key)
+    // 2.7 against 6.2 for 21-byte keys and 2.5-2.8 against 5.8-7.1 for lengths mixed at random in
+    // 8-32; as a dependent chain (one call's latency) 4.9-5.1 against 7.8-8.4.
+    uint64_t hash_one_key(const void* data, size_t len) const noexcept {
+        return algorithm == HashAlgorithm::xxh3 ? xxh3_64(data, len, seed) : hash_bytes(data, len, seed);
+    }
 };
 
 // The bytes of one key, as the store takes them (it keeps and compares them, where a filter

@@ -47,7 +47,11 @@ namespace cuckoo {
 
 constexpr uint64_t kBlockBuckets = 8;
 constexpr unsigned kBlockShift = 3;
-constexpr unsigned kBatchBlock = 32;  // keys hashed and prefetched together in bulk loops
+// Keys hashed and prefetched together in bulk loops. 32 at every level: at the AVX2 level (Zen 4,
+// CUCKOO_CPU=avx2, 10^6 keys, C++, medians of 11 runs) blocks of 16 took 4.9-5.1 ns a lookup and
+// 19.4-20.8 an insert against 4.4-4.5 and 14.4-14.5 with 32. (The kernels keep a block's results
+// in 32-bit masks: 32 is also the most they take.)
+constexpr unsigned kBatchBlock = 32;
 
 struct KeyHash {  // what one 64-bit hash gives
     uint64_t i1;

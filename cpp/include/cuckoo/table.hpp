@@ -300,10 +300,9 @@ struct TableProbe {
             return static_cast<unsigned>(popcount64(mx | (my >> 1)));
         }
     }
+    // Whether the bucket at table bit `bit` holds a lane equal to `pattern`.
     template <BucketShape Shape>
-    bool contains_as(uint64_t bucket, uint32_t fp) const noexcept {
-        const uint64_t bit = bit_of(bucket);
-        const uint64_t pattern = pattern_of(fp);
+    bool contains_at(uint64_t bit, uint64_t pattern) const noexcept {
         if constexpr (Shape == BucketShape::MultiWord) {
             uint64_t any = 0;
             for (unsigned w = 0; w < words_per_bucket; ++w) any |= zero_lanes(load_bits(bit + w * word_bits) ^ pattern);
@@ -311,6 +310,10 @@ struct TableProbe {
         } else {
             return zero_lanes(bucket_word<Shape>(bit) ^ pattern) != 0;
         }
+    }
+    template <BucketShape Shape>
+    bool contains_as(uint64_t bucket, uint32_t fp) const noexcept {
+        return contains_at<Shape>(bit_of(bucket), pattern_of(fp));
     }
     // fn(std::integral_constant<BucketShape, shape()>{}): code specialised for this table's
     // bucket shape, chosen once (per batch, not per bucket).
@@ -428,7 +431,7 @@ public:
     TableProbe probe() const noexcept {
         return TableProbe{bytes_.data(), bucket_bits_, word_mask_, lane_ones_, lane_low_, lane_high_,
                           word_bits_, words_per_bucket_, bucket_last_byte_, lanes_per_word_, fp_bits_, lane_div_,
-                          512 % bucket_bits_ != 0, decoder_};
+                          may_straddle_, decoder_};
     }
     uint64_t match_mask(uint64_t bucket, unsigned word, uint32_t fp) const noexcept {
         return probe().match_mask(bucket, word, fp);
@@ -467,6 +470,7 @@ private:
         bucket_bits_ = bucket_bits_for(bucket_size_, fp_bits_, semi_sorted_);
         decoder_ = semi_sorted_ ? semisort::Decoder::for_bits(fp_bits_) : semisort::Decoder{};
         bucket_last_byte_ = (bucket_bits_ - 1) / 8;
+        may_straddle_ = 512 % bucket_bits_ != 0;  // here, not in probe(): a division per scalar call
         lane_div_ = (1u << 16) / fp_bits_ + 1;
         word_mask_ = word_bits_ >= 64 ? ~0ull : ((1ull << word_bits_) - 1);
         lane_ones_ = 0;
@@ -483,6 +487,7 @@ private:
     unsigned word_bits_ = 0;    // L * f
     uint64_t bucket_bits_ = 0;  // b * f
     unsigned bucket_last_byte_ = 0;
+    bool may_straddle_ = false;
     uint32_t lane_div_ = 0;
     unsigned words_per_bucket_ = 1;
     uint64_t fp_mask_ = 0;
