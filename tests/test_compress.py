@@ -61,10 +61,27 @@ def test_concatenated_members_read_as_one(fmt):
         assert read_all(r) == b"a\nb\nc\n"
 
 
-@pytest.mark.parametrize("data", [b"", b"x", b"\x1f", b"BZ", b"plain text\n" * 1000])
-def test_plain_input_is_passed_through(data):
-    r = cz.open_input(io.BytesIO(data))
-    assert not isinstance(r, cz.DecompressingReader)
+@pytest.mark.parametrize("data", [b"", b"x", b"\x1f", b"BZh", b"BZh91AY&S", b"BZh\n", b"\x1f\x8b\n",
+                                  b"plain text\n" * 1000])
+def test_plain_input_is_passed_through(data, tmp_path):
+    raw = io.BytesIO(data)
+    assert cz.open_input(raw) is raw and raw.tell() == 0  # untouched: sought back
+    assert read_all(raw, 7) == data
+    (tmp_path / "p").write_bytes(data)
+    with open(tmp_path / "p", "rb") as fh:  # peeked: the file object itself, fd usable as is
+        assert cz.open_input(fh) is fh and fh.tell() == 0
+
+    class Unseekable(io.RawIOBase):  # neither peek nor seek: read, then put back in front
+        def __init__(self):
+            self.inner = io.BytesIO(data)
+
+        def readable(self):
+            return True
+
+        def readinto(self, b):
+            return self.inner.readinto(b)
+
+    r = cz.open_input(Unseekable())
     assert read_all(r, 7) == data
 
 
@@ -172,3 +189,70 @@ def test_zstd_hint_when_missing(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_zstd)
     with pytest.raises(ImportError, match=r"pip install 'cuckoo\[zstd\]'"):
         cz.open_input(io.BytesIO(b"\x28\xb5\x2f\xfd" + bytes(20)))
+
+
+def test_magic_numbers_of_every_format():
+    for fmt, make in COMPRESS.items():
+        assert cz.sniff(make(b"")) == fmt and cz.sniff(make(b"x" * 100)) == fmt
+    assert cz.sniff(b"BZh9") is None and cz.sniff(b"BZh is a word\n") is None
+
+
+def test_fileno_after_reads_carries_on_where_they_stopped():
+    r = cz.open_input(io.BytesIO(gzip.compress(DATA)))
+    head = r.read(1000) + r.read(70_000)
+    fd = r.fileno()
+    parts = [head]
+    while True:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        parts.append(chunk)
+    r.check()
+    r.close()
+    assert b"".join(parts) == DATA
+
+
+def test_corrupt_data_through_the_pipe_is_raised_by_check():
+    good = gzip.compress(DATA)
+    r = cz.open_input(io.BytesIO(good[: len(good) // 2]), "half.gz")
+    fd = r.fileno()
+    while os.read(fd, 1 << 16):
+        pass
+    with pytest.raises(ValueError, match="half.gz: gzip data is corrupt or truncated"):
+        r.check()
+    r.close()
+
+
+def test_close_while_the_pipe_is_full_does_not_hang():
+    r = cz.open_input(io.BytesIO(gzip.compress(DATA * 10)))
+    r.fileno()  # nobody reads: the pump waits on a full pipe
+    import time
+
+    time.sleep(0.2)
+    r.close()
+    assert not r._thread.is_alive() and not r._pump.is_alive()
+
+
+def test_close_while_the_pipe_waits_for_data_does_not_hang():
+    import threading
+
+    class Slow(io.RawIOBase):  # a compressed stream that stalls after its first bytes
+        def __init__(self):
+            self.data = gzip.compress(DATA)[:200]
+            self.stalled = threading.Event()
+
+        def readable(self):
+            return True
+
+        def readinto(self, b):
+            if self.data:
+                n = min(len(b), len(self.data))
+                b[:n], self.data = self.data[:n], self.data[n:]
+                return n
+            self.stalled.wait(0.5)
+            return 0
+
+    r = cz.DecompressingReader(Slow(), "gzip")
+    r.fileno()
+    r.close()  # returns although the pump waits on the empty queue
+    assert not r._pump.is_alive()

@@ -24,20 +24,25 @@ import gzip
 import lzma
 import os
 import queue
+import re
+import select
 import threading
 from typing import IO, Any, Callable, List, Optional
 
 __all__ = ["FORMATS", "sniff", "suffix_format", "DecompressingReader", "CompressingWriter", "open_input",
            "open_output", "ZSTD_HINT"]
 
-# (name, magic) of each format, tried in order on an input's first bytes.
+# (name, magic) of each format, tried in order on an input's first bytes. Long enough that text
+# cannot start with one by chance: gzip's magic and its only method (8, deflate); bzip2's "BZh",
+# a block size digit, then the first block's magic (the digits of pi) or an empty stream's
+# end-of-stream magic (sqrt(pi)); xz's 6 bytes; zstd's 4 (not valid UTF-8).
 FORMATS = (
-    ("gzip", b"\x1f\x8b"),
-    ("bzip2", b"BZh"),
-    ("xz", b"\xfd7zXZ\x00"),
-    ("zstd", b"\x28\xb5\x2f\xfd"),
+    ("gzip", re.compile(rb"\x1f\x8b\x08")),
+    ("bzip2", re.compile(rb"BZh[1-9](\x31\x41\x59\x26\x53\x59|\x17\x72\x45\x38\x50\x90)")),
+    ("xz", re.compile(rb"\xfd7zXZ\x00")),
+    ("zstd", re.compile(rb"\x28\xb5\x2f\xfd")),
 )
-MAGIC_BYTES = max(len(m) for _, m in FORMATS)
+MAGIC_BYTES = 10
 SUFFIXES = {".gz": "gzip", ".bz2": "bzip2", ".xz": "xz", ".zst": "zstd"}
 ZSTD_HINT = "zstd needs the zstandard package: pip install 'cuckoo[zstd]' (or zstandard)"
 
@@ -48,7 +53,7 @@ QUEUE_CHUNKS = 8  # chunks in flight between the threads (bounds the memory: 8 M
 def sniff(head: bytes) -> Optional[str]:
     """The compression format whose magic number starts `head`, or None (plain data)."""
     for name, magic in FORMATS:
-        if head.startswith(magic):
+        if magic.match(head):
             return name
     return None
 
@@ -173,9 +178,10 @@ def _read_head(raw: IO[bytes]) -> bytes:
 class DecompressingReader:
     """Decompressed bytes of `raw` (a binary file object in the format `fmt`), decompressed by a
     thread of its own. ``read(size)`` returns at most `size` bytes, ``b""`` at the end; an error
-    of the thread (corrupt data, a read error) is raised there. ``fileno()`` switches to a pipe:
-    the thread writes into it and the caller reads its read end (then use either, not both).
-    ``close()`` stops the thread."""
+    of the thread (corrupt data, a read error) is raised there. ``fileno()`` (also after reads)
+    switches to a pipe: a second thread moves the bytes not yet read into it, the caller reads
+    its read end, and ``check()`` raises an error of the data after the pipe's end of file.
+    ``close()`` stops the threads."""
 
     def __init__(self, raw: IO[bytes], fmt: str, name: str = "input", head: bytes = b"") -> None:
         self.name = name
@@ -188,6 +194,8 @@ class DecompressingReader:
         self._pending = b""
         self._done = False
         self._pipe: Optional[List[int]] = None
+        self._pump: Optional[threading.Thread] = None
+        self._pump_error: Optional[BaseException] = None
         self._started = False
         self._thread = threading.Thread(target=self._run, name=f"cuckoo-decompress-{fmt}", daemon=True)
 
@@ -198,25 +206,13 @@ class DecompressingReader:
                 chunk = self._file.read(CHUNK)
                 if not chunk:
                     break
-                self._emit(chunk)
+                self._put(chunk)
         except BaseException as exc:  # handed to the reader, raised there
             self._error = exc
         finally:
-            self._emit(None)
+            self._put(None)
 
-    def _emit(self, chunk: Optional[bytes]) -> None:
-        if self._pipe is not None:
-            if chunk is None:
-                os.close(self._pipe[1])
-                return
-            view = memoryview(chunk)
-            try:
-                while view and not self._stop.is_set():
-                    n = os.write(self._pipe[1], view)
-                    view = view[n:]
-            except BrokenPipeError:
-                self._stop.set()
-            return
+    def _put(self, chunk: Optional[bytes]) -> None:
         while not self._stop.is_set():
             try:
                 self._queue.put(chunk, timeout=0.1)
@@ -233,6 +229,9 @@ class DecompressingReader:
     def read(self, size: int = -1) -> bytes:
         if self._pipe is not None:
             return self._read_pipe(size)
+        return self._read_queue(size)
+
+    def _read_queue(self, size: int = -1) -> bytes:
         self._start()
         if not self._pending:
             if self._done:
@@ -247,7 +246,7 @@ class DecompressingReader:
             parts = [self._pending]
             self._pending = b""
             while True:
-                more = self.read(CHUNK)
+                more = self._read_queue(CHUNK)
                 if not more:
                     return b"".join(parts)
                 parts.append(more)
@@ -257,8 +256,7 @@ class DecompressingReader:
     def _read_pipe(self, size: int) -> bytes:
         data = os.read(self._pipe[0], size if size and size > 0 else CHUNK)  # type: ignore[index]
         if not data:
-            self._thread.join()
-            self._raise_error()
+            self.check()
         return data
 
     def _raise_error(self) -> None:
@@ -266,13 +264,12 @@ class DecompressingReader:
             exc, self._error = self._error, None
             raise _input_error(self.name, self.format, exc)
 
+    # -- the pipe --
     def fileno(self) -> int:
-        """The read end of a pipe the thread writes the decompressed bytes into (the thread's error,
-        if any, is raised by ``check()`` after the pipe's end of file)."""
+        """The read end of a pipe that receives every decompressed byte not read yet."""
         if self._pipe is None:
-            if self._started:
-                raise ValueError("fileno() must come before the first read()")
             r, w = os.pipe()
+            os.set_blocking(w, False)
             try:
                 import fcntl
 
@@ -280,25 +277,62 @@ class DecompressingReader:
             except (ImportError, OSError):
                 pass
             self._pipe = [r, w]
-            self._start()
+            self._pump = threading.Thread(target=self._pump_run, name="cuckoo-decompress-pipe", daemon=True)
+            self._pump.start()
         return self._pipe[0]
 
+    def _pump_run(self) -> None:
+        assert self._pipe is not None
+        w = self._pipe[1]
+        try:
+            while not self._stop.is_set():
+                chunk = self._read_queue(CHUNK)
+                if not chunk:
+                    break
+                # The write end is non-blocking and waited on with a timeout, so that close() can
+                # stop this thread when the reader stopped reading (never a write blocked for good,
+                # nor one into a pipe without a reader, which SIGPIPE may turn into a kill).
+                view = memoryview(chunk)
+                while view and not self._stop.is_set():
+                    if not select.select([], [w], [], 0.1)[1]:
+                        continue
+                    try:
+                        view = view[os.write(w, view):]
+                    except BlockingIOError:
+                        continue
+        except BaseException as exc:  # corrupt data: raised by check()
+            self._pump_error = exc
+        finally:
+            self._pipe[1] = -1
+            os.close(w)  # the reader's end of file
+
     def check(self) -> None:
-        """Raises the decompressing thread's error, if it had one (after the end of the pipe)."""
-        self._thread.join()
-        self._raise_error()
+        """Raises the error of the data (corrupt, truncated) that ended the pipe, if one did."""
+        if self._pump is not None:
+            self._pump.join()
+            if self._pump_error is not None:
+                exc, self._pump_error = self._pump_error, None
+                raise exc
+        else:
+            self._thread.join()
+            self._raise_error()
 
     def close(self) -> None:
         self._stop.set()
-        if self._started:
-            while self._thread.is_alive():
-                try:  # unblock a thread waiting on a full queue
+        for t in (self._pump, self._thread if self._started else None):
+            while t is not None and t.is_alive():
+                try:  # unblock a decompressing thread waiting on a full queue...
                     self._queue.get_nowait()
                 except queue.Empty:
-                    pass
-                self._thread.join(0.05)
+                    try:  # ... or the pipe's thread waiting on an empty one
+                        self._queue.put_nowait(None)
+                    except queue.Full:
+                        pass
+                t.join(0.05)
         if self._pipe is not None:
-            os.close(self._pipe[0])
+            for fd in self._pipe:
+                if fd >= 0:
+                    os.close(fd)
             self._pipe = None
         try:
             self._file.close()
@@ -323,14 +357,38 @@ def _input_error(name: str, fmt: str, exc: BaseException) -> BaseException:
 
 
 def open_input(raw: IO[bytes], name: str = "input") -> Any:
-    """`raw` itself when it is not compressed (with the bytes read to tell put back: a
-    file object with read()), else a :class:`DecompressingReader` of it. Reads the first bytes
-    of `raw` to tell."""
-    head = _read_head(raw)
+    """`raw` itself when it is not compressed, else a :class:`DecompressingReader` of it. The first
+    bytes are peeked (a buffered reader), or read and sought back (a seekable stream), so that a
+    plain `raw` is returned untouched (its file descriptor usable as it is); only a stream that
+    can do neither comes back wrapped, with the bytes read to tell put back in front."""
+    head = None
+    if hasattr(raw, "peek"):
+        try:
+            head = raw.peek(MAGIC_BYTES)[:MAGIC_BYTES]
+        except (OSError, ValueError):
+            head = None
+    if head is None or len(head) < MAGIC_BYTES and _seekable(raw):
+        if _seekable(raw):
+            pos = raw.tell()
+            head = _read_head(raw)
+            raw.seek(pos)
+        else:
+            head = _read_head(raw)
+            fmt = sniff(head)
+            if fmt is None:
+                return _Prefixed(head, raw) if head else raw
+            return DecompressingReader(raw, fmt, name, head)
     fmt = sniff(head)
     if fmt is None:
-        return _Prefixed(head, raw) if head else raw
-    return DecompressingReader(raw, fmt, name, head)
+        return raw
+    return DecompressingReader(raw, fmt, name)
+
+
+def _seekable(raw: Any) -> bool:
+    try:
+        return bool(raw.seekable())
+    except (AttributeError, OSError, ValueError):
+        return False
 
 
 class CompressingWriter:

@@ -28,20 +28,24 @@ from typing import Any, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-__all__ = ["Records", "FieldFraming", "CsvFraming", "JsonlFraming", "MissingFieldError", "framing_of",
+__all__ = ["Records", "FieldFraming", "CsvFraming", "JsonlFraming", "RecordError", "MissingFieldError", "framing_of",
            "parse_fields", "MISSING_POLICIES"]
 
 MISSING_POLICIES = ("keep", "drop", "error")
 KEEP, NORMAL, DROP = 1, 0, -1  # Records.forced values
 
 
-class MissingFieldError(ValueError):
-    """A record without the key field, with ``missing="error"``: the records before it are done.
-    ``line`` is the 1-based number of the record's first line."""
+class RecordError(ValueError):
+    """A record that cannot be keyed (invalid CSV or JSON, or no key field with ``missing="error"``):
+    the records before it are done. ``line`` is the 1-based number of the record's first line."""
 
     def __init__(self, line: int, what: str) -> None:
         super().__init__(f"line {line:,}: {what}")
         self.line = line
+
+
+class MissingFieldError(RecordError):
+    """A record without the key field, with ``missing="error"``."""
 
 
 class Records:
@@ -300,7 +304,7 @@ class JsonlFraming:
         try:
             value = json.loads(line)
         except ValueError as exc:
-            raise ValueError(f"line {number:,}: not valid JSON ({exc})") from None
+            raise RecordError(number, f"not valid JSON ({exc})") from None
         for part in self.path:
             if not isinstance(value, dict) or part not in value:
                 return None
@@ -399,7 +403,7 @@ class CsvFraming:
             except StopIteration:
                 break
             except csv.Error as exc:
-                raise ValueError(f"line {line:,}: not valid CSV ({exc})") from None
+                raise RecordError(line, f"not valid CSV ({exc})") from None
             record = b"".join(consumed)
             consumed.clear()
             last_virtual = not record.endswith(b"\n")
@@ -425,7 +429,7 @@ class CsvFraming:
                 yield self._records(parts, keys, forced, lines, False)
                 parts, keys, forced, lines, size = [], [], [], [], 0
         if consumed:  # pragma: no cover - csv raises on an unterminated quote (strict)
-            raise ValueError(f"line {line:,}: not valid CSV (unexpected end of data)")
+            raise RecordError(line, "not valid CSV (unexpected end of data)")
         if parts:
             yield self._records(parts, keys, forced, lines, last_virtual)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import os
+import stat
 import sys
 import time
 from typing import IO, Any, Callable, Iterable, Iterator, List, Optional, Sequence, Union
@@ -23,6 +24,9 @@ import numpy as np
 
 import cuckoo
 from cuckoo import Filter, FilterFullError
+
+from cuckoo import _compress as compress
+from cuckoo._records import Records, framing_of
 
 from .common import DEDUP_FPR, DEFAULT_BLOCK, EXIT_USAGE, CliError, _one_line
 from .estimate import estimate_input, sized_filter
@@ -162,7 +166,7 @@ class _Sink:
         if target is None:
             return
         if isinstance(target, (str, os.PathLike)):
-            self.fh = open(os.fspath(target), "wb")
+            self.fh = compress.open_output(target)  # NAME.gz/.bz2/.xz/.zst: compressed
             self.owned = True
         elif hasattr(target, "write"):
             self.fh = target
@@ -270,6 +274,7 @@ class _Native:
         self.streams: List[Any] = []  # (stream, fd) to resync afterwards
         self.out_fd = -1
         self.dropped_fd = -1
+        self.decompressing: List[Any] = []  # (source, DecompressingReader) read through a pipe
 
     @classmethod
     def plan(cls, sources: List[Source], framing: Any, sinks: Sequence[Any]) -> Optional["_Native"]:
@@ -301,6 +306,11 @@ class _Native:
         for k, src in enumerate(sources):
             if n.inputs[k][0] is None:
                 stream = src.open()
+                if isinstance(stream, compress.DecompressingReader):
+                    # decompressed on its thread into a pipe the pipeline reads (its errors: check())
+                    n.inputs[k] = (stream.fileno(), n.inputs[k][1])
+                    n.decompressing.append((src, stream))
+                    continue
                 fd = _fd_of(stream, write=False)
                 if fd is None:
                     return None
@@ -311,7 +321,13 @@ class _Native:
 
     def run(self, call: Callable[..., dict], sources: List[Source], sinks: Sequence[Any], *args: Any) -> dict:
         try:
-            return call(self.inputs, self.out_fd, self.dropped_fd, *args)
+            result = call(self.inputs, self.out_fd, self.dropped_fd, *args)
+            for src, stream in self.decompressing:
+                try:
+                    stream.check()  # corrupt or truncated data ended the pipe early: an error, not the end
+                except ValueError as exc:
+                    raise src.decompress_error(exc) from None
+            return result
         except OSError as exc:
             side = getattr(exc, "cuckoo_side", None)
             if side == "input":
@@ -334,7 +350,9 @@ class _Native:
 def dedup(source: Any, out: Any = None, *, exact: bool = False, store: Any = None, filter: Optional[Filter] = None,
           capacity: Optional[int] = None, fpr: Optional[float] = None, seed: Optional[int] = None,
           threads: Optional[int] = None, dropped: Any = None, block_size: Optional[int] = None,
-          progress: Union[bool, Callable[[int, int], None]] = False, framing: Optional[Any] = None) -> DedupResult:
+          progress: Union[bool, Callable[[int, int], None]] = False, framing: Optional[Any] = None,
+          key: Any = None, sep: Any = None, csv: bool = False, jsonl: bool = False,
+          missing: str = "error") -> DedupResult:
     """Writes the first occurrence of each line of `source` to `out`, in input order.
 
     Parameters
@@ -374,6 +392,19 @@ def dedup(source: Any, out: Any = None, *, exact: bool = False, store: Any = Non
         each block.
     framing
         How input becomes records and keys (default :class:`LineFraming`: whole lines).
+    key, sep, csv, jsonl, missing
+        Keyed records (cuckoo._records), the whole record written: ``sep="\\t", key="2"`` (field
+        2 of tab-separated lines; ``"2,4"``: fields 2 through 4, as ``sort -k``), ``csv=True,
+        key="event_id"`` (an RFC 4180 column by name or number; the header is written and is no
+        record), ``jsonl=True, key="a.b.c"`` (the JSON text at a dotted path). A record without
+        the field: ``missing="keep"`` writes it, ``"drop"`` drops it, ``"error"`` (default) raises
+        :class:`cuckoo._records.MissingFieldError` (a ``ValueError`` naming its line) once the
+        records before it are done. A Parquet or Arrow IPC file (recognised by its magic bytes)
+        is deduplicated by its column `key`, row group by row group, into a file of its format
+        (pyarrow needed).
+
+    Compressed input (gzip, bzip2, xz, zstd: recognised by the magic bytes) is decompressed on a
+    thread of its own; an output path ending in .gz, .bz2, .xz or .zst is compressed.
 
     Returns
     -------
@@ -402,6 +433,14 @@ def dedup(source: Any, out: Any = None, *, exact: bool = False, store: Any = Non
         raise ValueError(f"cuckoo.dedup: threads must be a positive int, got {threads!r}")
     if block_size is not None and block_size < 1:
         raise ValueError(f"cuckoo.dedup: block_size must be positive, got {block_size!r}")
+    if key is not None or sep is not None or csv or jsonl or missing != "error":
+        if framing is not None:
+            raise ValueError("cuckoo.dedup: give framing= or key=/sep=/csv=/jsonl=, not both")
+        columnar = _columnar_format(source)
+        if columnar is not None:
+            return _dedup_columnar(source, out, key, exact, store, filter, capacity, fpr, seed, dropped, missing,
+                                   sep, csv, jsonl)
+        framing = framing_of(sep=sep, key=key, csv=csv, jsonl=jsonl, missing=missing)
     sources = source if isinstance(source, list) and source and isinstance(source[0], Source) else _sources(source)
     framing = framing if framing is not None else LineFraming()
     report = _progress_of(progress)
@@ -409,6 +448,39 @@ def dedup(source: Any, out: Any = None, *, exact: bool = False, store: Any = Non
         return _dedup_store(sources, out, store, dropped, block_size or EXACT_BLOCK, threads, report, framing)
     return _dedup_filter(sources, out, filter, capacity, fpr, seed, dropped, block_size or DEFAULT_BLOCK, threads,
                          report, framing)
+
+
+def _columnar_format(source: Any) -> Optional[str]:
+    """"parquet"/"ipc"/"ipc-stream" for the path of a Parquet or Arrow IPC file, else None."""
+    from cuckoo._columnar import sniff_columnar
+
+    if not isinstance(source, (str, os.PathLike)):
+        return None
+    try:
+        if not stat.S_ISREG(os.stat(os.fspath(source)).st_mode):
+            return None  # a pipe: reading it here would take its first bytes away
+        with open(os.fspath(source), "rb") as fh:
+            return sniff_columnar(fh.read(8))
+    except OSError:
+        return None
+
+
+def _dedup_columnar(source: Any, out: Any, key: Any, exact: bool, store: Any, filter: Optional[Filter],
+                    capacity: Optional[int], fpr: Optional[float], seed: Optional[int], dropped: Any, missing: str,
+                    sep: Any, csv: bool, jsonl: bool) -> DedupResult:
+    from cuckoo._columnar import dedup_columnar
+
+    if key is None or sep is not None or csv or jsonl:
+        raise ValueError("cuckoo.dedup: a Parquet or Arrow file is deduplicated by a column: give key=COLUMN "
+                         "(and no sep/csv/jsonl)")
+    if store is not None:
+        raise ValueError("cuckoo.dedup: store= is for text records (a Parquet or Arrow file is complete only once "
+                         "closed, so its rows cannot be recorded block by block); use exact=True")
+    start = time.perf_counter()
+    r = dedup_columnar(source, out, str(key), exact=exact, filter=filter, fpr=fpr, capacity=capacity, seed=seed,
+                       dropped=dropped, missing=missing)
+    return DedupResult(r.rows_read, r.rows_kept, os.path.getsize(os.fspath(source)), time.perf_counter() - start,
+                       exact, filter=None if exact else filter, sizing="rows")
 
 
 def _blocks(sources: List[Source], framing: Any, block: int, max_key: Optional[int] = None) -> Iterator[Any]:
@@ -491,6 +563,14 @@ def _reserve(s: Any, sources: List[Source], block: int) -> bool:
     return not known or estimate * 1.05 < lines
 
 
+def _store_insert(s: Any, lines: Any) -> np.ndarray:
+    """The block's "kept" mask after adding its keys to the store (keyed records: only the
+    records whose key decides, cuckoo._records)."""
+    if isinstance(lines, Records):
+        return lines.store_insert(s)
+    return s._s.add_unique_spans(lines.buf, lines.kstarts, lines.klen)
+
+
 def _dedup_store(sources: List[Source], out: Any, store: Any, dropped: Any, block: int, threads: Optional[int],
                  report: Callable[[int, int], None], framing: Any) -> DedupResult:
     owned = not isinstance(store, cuckoo.Store)
@@ -534,20 +614,21 @@ def _dedup_store(sources: List[Source], out: Any, store: Any, dropped: Any, bloc
                     raise KeyTooLongError(read + 1, max_key) from None
                 too_long = np.flatnonzero(lines.klen > max_key)
                 if len(too_long):  # do the lines before it, then stop
-                    lines = Lines(lines.data, int(lines.starts[too_long[0]]))
+                    lines = (lines.head(int(too_long[0])) if isinstance(lines, Records)
+                             else Lines(lines.data, int(lines.starts[too_long[0]])))
                 if persistent:
                     # The block's records stay in memory until the batch commits, after its lines
                     # were written and flushed: whatever stops the run before that (an exception
                     # rolls the batch back, a kill leaves it unwritten) leaves none of them in
                     # the store.
                     with s.batch():
-                        mask = s._s.add_unique_spans(lines.buf, lines.kstarts, lines.klen)
+                        mask = _store_insert(s, lines)
                         sink.write(lines.select(mask, final=last_input))
                         drop_sink.write(lines.select(~mask, final=last_input))
                         sink.flush()
                         drop_sink.flush()
                 else:  # exact: the store dies with the run, there is no rerun to serve
-                    mask = s._s.add_unique_spans(lines.buf, lines.kstarts, lines.klen)
+                    mask = _store_insert(s, lines)
                     sink.write(lines.select(mask, final=last_input))
                     drop_sink.write(lines.select(~mask, final=last_input))
                 read += len(lines)

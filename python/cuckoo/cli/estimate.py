@@ -117,28 +117,34 @@ MIN_CAPACITY = 1024
 GROWABLE_START = 1 << 20
 
 
-def new_filter(capacity: int, fpr: float, growable: bool, seed: Any = None) -> Tuple[Filter, bool]:
-    """A filter of `capacity` keys; a growable one when asked and this build supports it. `seed`
-    None: a secret random seed (stored in the filter)."""
+def new_filter(capacity: int, fpr: float, growable: bool, seed: Any = None,
+               expansion: Optional[int] = None) -> Tuple[Filter, bool]:
+    """A filter of `capacity` keys; a growable one when asked and this build supports it (its
+    stages growing by `expansion`, default 2). `seed` None: a secret random seed (stored in the
+    filter)."""
     if growable:
         try:
-            return Filter(capacity, fpr, growable=True, seed=seed), True  # type: ignore[call-arg]
+            return Filter(capacity, fpr, growable=True, seed=seed, expansion=expansion), True  # type: ignore[call-arg]
         except TypeError:
             pass  # this build has no growable filters
     return Filter(capacity, fpr, seed=seed), False
 
 
-def sized_filter(sources: List[Source], block: int, fpr: float, seed: Any = None, capacity: Optional[int] = None
-                 ) -> Tuple[Filter, bool, str]:
+def sized_filter(sources: List[Source], block: int, fpr: float, seed: Any = None, capacity: Optional[int] = None,
+                 expansion: Optional[int] = None) -> Tuple[Filter, bool, str]:
     """A new filter for the lines of `sources`: (filter, growable, how it was sized). Fixed at
-    `capacity` when given; else growable (when this build can), its initial capacity the
-    estimate of the distinct lines x 1.2, or GROWABLE_START for input of unknown size. `seed`
-    None: a secret random seed."""
+    `capacity` when given (growable from there with `expansion`); else growable (when this build
+    can), its initial capacity the estimate of the distinct lines x 1.2, or GROWABLE_START for
+    input of unknown size, its stages growing by `expansion` (default 2). `seed` None: a secret
+    random seed."""
     if capacity is not None:
+        if expansion is not None:
+            return (Filter(capacity, fpr, seed=seed, growable=True, expansion=expansion), True,
+                    f"initial capacity {capacity:,}, growable (expansion {expansion})")
         return Filter(capacity, fpr, seed=seed), False, f"capacity {capacity:,} (fixed)"
     estimate, known = estimate_keys(sources, block)
     capacity = max(int(estimate * 1.2) + 16, MIN_CAPACITY) if known else GROWABLE_START
-    f, growable = new_filter(capacity, fpr, growable=True, seed=seed)
+    f, growable = new_filter(capacity, fpr, growable=True, seed=seed, expansion=expansion)
     if growable:
         how = "estimated distinct lines" if known else "input of unknown size"
         return f, True, f"growable, initial capacity {capacity:,} ({how})"

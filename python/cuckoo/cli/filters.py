@@ -14,6 +14,7 @@ import numpy as np
 import cuckoo
 from cuckoo import Filter, FilterFullError
 from cuckoo._grow import growable_version
+from cuckoo._records import RecordError
 
 from .common import BUILD_FPR, CliError, DEDUP_FPR, EXIT_FILTER_FILE, EXIT_FULL, EXIT_OK, EXIT_USAGE, _one_line
 from .engine import dedup
@@ -22,6 +23,7 @@ from .framing import Source, iter_blocks, sources_of
 from .output import (
     Output, Progress, _bytes, _note, _progress_enabled, _si, _small, inputs_of, refuse_clobber, write_stdout,
 )
+from .records import cmd_dedup_columnar, columnar_input, dropped_sink, framing_from_args, record_error
 from .stores import cmd_dedup_exact
 
 
@@ -93,7 +95,7 @@ def _auto_filter(args: argparse.Namespace, sources: List[Source], fpr: float) ->
         if g is None:
             return f, False, f"loaded from {args.filter}"
         return g, True, f"loaded from {args.filter}" + ("" if f.growable else ", growable")
-    return sized_filter(sources, args.block_size, fpr, args.seed, args.capacity)
+    return sized_filter(sources, args.block_size, fpr, args.seed, args.capacity, getattr(args, "expansion", None))
 
 
 def _on_stdin(sources: List[Source]) -> bool:
@@ -101,9 +103,12 @@ def _on_stdin(sources: List[Source]) -> bool:
 
 
 def cmd_dedup(args: argparse.Namespace) -> int:
+    if columnar_input(args):
+        return cmd_dedup_columnar(args)
     if args.exact or args.store:
         return cmd_dedup_exact(args)
     sources = sources_of(args.files)
+    framing = framing_from_args(args)
     filter_files = [(path, f"the filter file '{path}'") for path in (args.filter, args.save) if path]
     refuse_clobber(args.output, "output", inputs_of(sources) + filter_files)
     refuse_clobber(args.save, "--save file", inputs_of(sources))
@@ -115,10 +120,14 @@ def cmd_dedup(args: argparse.Namespace) -> int:
     fpr = args.fpr if args.fpr is not None else DEDUP_FPR
     f, growable, how = _auto_filter(args, sources, fpr)
     out = Output(args.output, sources)
+    dropped = dropped_sink(args, sources)
     progress = Progress(_progress_enabled(args), "dedup")
     failure: Optional[CliError] = None
     try:
-        r = dedup(sources, out, filter=f, threads=args.threads, block_size=args.block_size, progress=progress.update)
+        r = dedup(sources, out, filter=f, threads=args.threads, block_size=args.block_size, progress=progress.update,
+                  dropped=dropped, framing=framing)
+    except RecordError as exc:  # a record without its key, invalid CSV or JSON: the records before are done
+        failure = record_error(exc)
     except FilterFullError as exc:
         # Keep the work done: the lines before the failing one are written, and the filter
         # (holding exactly their keys) is saved below.
@@ -129,6 +138,8 @@ def cmd_dedup(args: argparse.Namespace) -> int:
     finally:
         progress.done()
         out.close()
+        if dropped is not None:
+            dropped.close()
     if args.save:
         save_filter(f, args.save)
     if failure is not None:

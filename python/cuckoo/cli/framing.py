@@ -13,6 +13,8 @@ import numpy as np
 
 from cuckoo import Filter, FilterFullError
 
+from cuckoo import _compress as compress
+
 from .common import CliError, EXIT_USAGE, _one_line
 
 
@@ -270,17 +272,52 @@ class Source:
         self.path: Optional[str] = None if self.is_stdin or stream is not None else name
         self.pushed: List[bytes] = []
         self.eof = False
+        self._checked = False  # whether the stream was checked for a compression magic number
+        self._raw: Optional[IO[bytes]] = None
 
     def open(self) -> IO[bytes]:
+        if self.stream is not None and not self._checked:  # a stream given: compressed too?
+            self.stream = self._decompressed(self.stream)
         if self.stream is None:
             if self.is_stdin:
-                self.stream = sys.stdin.buffer
+                raw: IO[bytes] = sys.stdin.buffer
             else:
                 try:
-                    self.stream = open(self.name, "rb")
+                    raw = open(self.name, "rb")
                 except OSError as exc:
                     raise CliError(f"cuckoo: cannot open input '{self.name}': {_one_line(exc)}", EXIT_USAGE) from None
+            self.stream = self._decompressed(raw)
         return self.stream
+
+    def _decompressed(self, raw: IO[bytes]) -> IO[bytes]:
+        """`raw`, or when its first bytes are a gzip/bzip2/xz/zstd magic number (whatever the
+        name), a reader of it decompressed on a thread of its own (cuckoo._compress)."""
+        self._raw = raw
+        self._checked = True
+        try:
+            return compress.open_input(raw, self.name)
+        except ImportError as exc:  # zstd without the zstandard package: the one-line hint
+            raise CliError(f"cuckoo: cannot read input '{self.name}': {exc}", EXIT_USAGE) from None
+        except OSError as exc:
+            raise CliError(f"cuckoo: cannot read input '{self.name}': {_one_line(exc)}", EXIT_USAGE) from None
+
+    def decompress_error(self, exc: ValueError) -> CliError:
+        """The one-line error of corrupt or truncated compressed data (cuckoo._compress)."""
+        msg = _one_line(exc)
+        msg = msg[len(self.name) + 2:] if msg.startswith(self.name + ": ") else msg
+        return CliError(f"cuckoo: cannot read input '{self.name}': {msg}", EXIT_USAGE)
+
+    def compressed(self) -> bool:
+        """Whether the named file starts with a compression format's magic number."""
+        if self.path is None or self.stream is not None:
+            return isinstance(self.stream, compress.DecompressingReader)
+        try:
+            if not stat.S_ISREG(os.stat(self.path).st_mode):
+                return False  # a pipe (<(zcat f)): reading it here would take its first bytes away
+            with open(self.path, "rb") as fh:
+                return compress.sniff(fh.read(compress.MAGIC_BYTES)) is not None
+        except OSError:
+            return False
 
     def read(self, size: int) -> bytes:
         if self.pushed:
@@ -291,12 +328,18 @@ class Source:
             chunk = self.open().read(size)
         except OSError as exc:
             raise CliError(f"cuckoo: cannot read input '{self.name}': {_one_line(exc)}", EXIT_USAGE) from None
+        except ValueError as exc:
+            if not isinstance(self.stream, compress.DecompressingReader):
+                raise
+            raise self.decompress_error(exc) from None
         if not chunk:
             self.eof = True
         return chunk
 
     def regular_size(self) -> Optional[int]:
         """Size in bytes if this is a regular file, else None."""
+        if self.compressed():
+            return None  # its size says nothing about the lines: estimate from the stream
         try:
             if self.path is not None:
                 st = os.stat(self.path)
@@ -307,6 +350,9 @@ class Source:
         return st.st_size if stat.S_ISREG(st.st_mode) else None
 
     def close(self) -> None:
+        if isinstance(self.stream, compress.DecompressingReader):
+            self.stream.close()  # stops its thread; the file under it is closed below
+            self.stream = self._raw
         if self.stream is not None and self.owned and not self.is_stdin:
             self.stream.close()
 

@@ -10,6 +10,8 @@ import sys
 import time
 from typing import IO, List, Optional, Sequence, Tuple, Union
 
+from cuckoo import _compress as compress
+
 from .common import CliError, EXIT_USAGE, EXIT_WRITE, _one_line
 from .framing import Source
 
@@ -147,8 +149,9 @@ class Output:
         self.what = f"output '{path}'"
         refuse_clobber(path, "output", inputs_of(inputs))
         try:
-            self.fh = open(path, "wb")
-        except OSError as exc:
+            # NAME.gz/.bz2/.xz/.zst: compressed on a thread of its own (cuckoo._compress)
+            self.fh = compress.open_output(path)
+        except (OSError, ImportError) as exc:
             raise CliError(f"cuckoo: cannot write output '{path}': {_one_line(exc)}", EXIT_USAGE) from None
         self.owned = True
 

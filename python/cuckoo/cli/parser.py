@@ -174,14 +174,18 @@ def _add_store_parser(sub: Any) -> None:
     q.set_defaults(_parser=q, func=cmd_store_compact)
 
 
-def _seed(text: str) -> int:
+def _int_in(text: str, lo: int, hi: int, what: str, base: int = 10) -> int:
     try:
-        v = int(text, 0)
+        v = int(text, base)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if not 0 <= v < 2**64:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 2**64 - 1: {text!r}")
+    if not lo <= v <= hi:
+        raise argparse.ArgumentTypeError(f"must be {what}: {text!r}")
     return v
+
+
+def _seed(text: str) -> int:
+    return _int_in(text, 0, 2**64 - 1, "between 0 and 2**64 - 1", base=0)
 
 
 def _add_seed_option(p: argparse.ArgumentParser) -> None:
@@ -189,6 +193,17 @@ def _add_seed_option(p: argparse.ArgumentParser) -> None:
                    help="seed of the key hash of a new filter, for reproducible filter files (default: a "
                         "secret random seed, stored in the file, so that input crafted against the public "
                         "hash cannot make lines collide)")
+
+
+def _expansion(text: str) -> int:
+    return _int_in(text, 1, 4, "1, 2, 3 or 4")
+
+
+def _add_expansion_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--expansion", type=_expansion, metavar="N",
+                   help="growth factor of each new stage of a growable filter, 1..4 (default 2; 4: fewer, "
+                        "larger stages, FPR bound 4/3 x the first stage's; 1: stages of the first's size, the "
+                        "bound growing with each); with --capacity the filter starts there and grows")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -230,6 +245,27 @@ def build_parser() -> argparse.ArgumentParser:
                    help="threads of the native pipeline (default: the cores available); the output never "
                         "depends on it")
     _add_seed_option(p)
+    _add_expansion_option(p)
+    records = p.add_argument_group(
+        "keyed records (the key is a field; the whole record is written)",
+        "Compressed input (gzip, bzip2, xz, zstd) is recognised by its first bytes, whatever its name; "
+        "-o NAME.gz|.bz2|.xz|.zst compresses the output. A Parquet or Arrow IPC file is deduplicated by "
+        "its column -k COL (needs pyarrow), -o in the same format.")
+    records.add_argument("-t", "--field-separator", dest="sep", metavar="SEP",
+                         help="fields separated by the byte SEP ('\\t' for a tab), as in sort and cut")
+    records.add_argument("-k", "--key", metavar="KEY",
+                         help="the key: field N or fields N,M (from 1) with -t; a column name or number with "
+                              "--csv; a dotted path with --jsonl; a column of a Parquet/Arrow file")
+    records.add_argument("--csv", action="store_true",
+                         help="RFC 4180 CSV records (quoted fields may hold separators and newlines); the "
+                              "header is written and is no record")
+    records.add_argument("--jsonl", action="store_true",
+                         help="JSON Lines; the key is the JSON text of the value at -k a.b.c, so 1 and \"1\" differ")
+    records.add_argument("--missing", choices=["keep", "drop", "error"], default="error",
+                         help="a record without the key field: write it, drop it, or stop with an error naming "
+                              "its line (default)")
+    records.add_argument("--dropped", metavar="FILE",
+                         help="write the dropped records to FILE, in input order, exactly as read")
     p.set_defaults(_parser=p, func=cmd_dedup)
 
     p = sub.add_parser("build", help="build a filter file from the lines of FILEs",
@@ -244,6 +280,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="add every line, duplicates too (query --count then counts them, up to "
                         "2 x bucket_size copies of one key); default: each distinct line once")
     _add_seed_option(p)
+    _add_expansion_option(p)
     p.set_defaults(_parser=p, func=cmd_build, filter=None)
 
     p = sub.add_parser("query", help="print the lines that may be in a filter (or, --absent, the others)",

@@ -15,8 +15,11 @@ import numpy as np
 import cuckoo
 
 from .common import CliError, DEFAULT_BLOCK, EXIT_FILTER_FILE, EXIT_OK, EXIT_USAGE, _one_line
+from cuckoo._records import RecordError
+
 from .engine import EXACT_BLOCK, KeyTooLongError, dedup
 from .framing import iter_blocks, sources_of
+from .records import dropped_sink, framing_from_args, record_error
 from .output import (
     Output, Progress, _bytes, _note, _progress_enabled, _si, inputs_of, refuse_clobber, store_files,
     write_stdout,
@@ -75,22 +78,31 @@ def cmd_dedup_exact(args: argparse.Namespace) -> int:
     for src, _ in inputs_of(sources):
         refuse_clobber(src, "input", owned, "refusing to read what it writes")
     refuse_clobber(args.output, "output", inputs_of(sources) + owned)
+    framing = framing_from_args(args)
+    if args.dropped:
+        refuse_clobber(args.dropped, "--dropped file", inputs_of(sources) + owned)
     store = open_store(args.store) if args.store else None
     block = EXACT_BLOCK if args.block_size == DEFAULT_BLOCK else args.block_size
     progress = Progress(_progress_enabled(args), "dedup")
     failing = True
     try:
         out = Output(args.output, sources)
+        dropped = None
         try:
+            dropped = dropped_sink(args, sources)
             r = dedup(sources, out, exact=True, store=store, threads=args.threads, block_size=block,
-                      progress=progress.update)
+                      progress=progress.update, dropped=dropped, framing=framing)
         except KeyTooLongError as exc:
             raise line_too_long("cuckoo dedup", exc.line, exc.limit) from None
+        except RecordError as exc:  # a record without its key, invalid CSV or JSON: the records before are done
+            raise record_error(exc) from None
         except STORE_ERRORS as exc:
             raise store_error(args.store, exc) from None
         finally:
             progress.done()
             out.close()
+            if dropped is not None:
+                dropped.close()
         st = r.store_stats
         assert st is not None
         failing = False
