@@ -170,6 +170,7 @@ py::dict stats_dict(const cuckoo::StoreStats& s) {
     d["log_reads"] = s.log_reads;
     d["log_reads_per_lookup"] = s.lookups ? static_cast<double>(s.log_reads) / static_cast<double>(s.lookups) : 0.0;
     d["grows"] = s.grows;
+    d["grows_from_memory"] = s.grows_from_memory;
     d["recovered_bytes"] = s.recovered_bytes;
     d["recovered_at"] = s.recovered_at;
     d["replayed_records"] = s.replayed_records;
@@ -411,18 +412,19 @@ void register_store(py::module_& m) {
     }, py::arg("data"), py::arg("starts"), py::arg("lengths"));
 
     // The native dedup pipeline (cpp/include/cuckoo/dedup.hpp) through this store; `batches`: each
-    // block is a store batch committed after its lines were written (dedup --store).
+    // block is a store batch committed after its lines were written (dedup --store); `index_bits`:
+    // keep_index_bits() first (growths from memory).
     cls.def("_dedup", [](PyStore& self, const py::list& inputs, int out_fd, int dropped_fd, uint64_t block,
-                         unsigned threads, uint64_t max_key, bool batches, py::object progress) {
+                         unsigned threads, uint64_t max_key, bool batches, bool index_bits, py::object progress) {
         DedupCall c = dedup_call(inputs, out_fd, dropped_fd, block, threads, max_key, std::move(progress));
         WriteLock lock(self);
         cuckoo::Store& s = self.open();
         return run_dedup(c, [&](DedupCall& call, cuckoo::dedup::Pipeline::Tick tick) {
             return cuckoo::dedup::with_store(s, std::move(call.inputs), call.out_fd, call.dropped_fd, call.opt, batches,
-                                             std::move(tick));
+                                             index_bits, std::move(tick));
         });
     }, py::arg("inputs"), py::arg("out_fd"), py::arg("dropped_fd"), py::arg("block"), py::arg("threads"),
-       py::arg("max_key"), py::arg("batches"), py::arg("progress"));
+       py::arg("max_key"), py::arg("batches"), py::arg("index_bits"), py::arg("progress"));
 
     // Iteration support: live record offsets in log order, and the records at given offsets.
     cls.def("live_offsets", [](const PyStore& self) {

@@ -258,8 +258,10 @@ def test_dedup_trailing_nul_and_long_lines_are_exact_keys():
 
 
 def test_dedup_filter_full_exits_3_with_partial_output():
+    # LOW_FPR: at the default fpr (17-bit fingerprints) a false drop near full load made the output
+    # no prefix of the input in ~0.9% of the random seeds (26 of 3,000 with add_unique_many)
     lines = [b"k%d\n" % i for i in range(5000)]
-    proc = run("dedup", "--capacity", "100", "--block-size", "64", input=b"".join(lines))
+    proc = run("dedup", "--capacity", "100", "--fpr", LOW_FPR, "--block-size", "64", input=b"".join(lines))
     assert proc.returncode == 3
     err = proc.stderr.decode()
     assert err.count("\n") == 1 and "full" in err and "--capacity" in err and "Traceback" not in err

@@ -141,3 +141,41 @@ def test_bad_sources_are_refused(source, error):
         return
     with pytest.raises(error):
         cuckoo.dedup(source, None)
+
+
+@pytest.mark.parametrize("store", [False, True])
+def test_the_store_index_is_sized_from_the_estimate(tmp_path, store):
+    """The exact path reserves the index for the estimated distinct lines (the filter's estimate):
+    no growth on the way (without the reserve, the first block grows the new store's index once)."""
+    data = b"".join(b"line-%d\n" % (i % 60_000) for i in range(150_000))
+    src = tmp_path / "in.txt"
+    src.write_bytes(data)
+    kwargs = dict(store=tmp_path / "s.ckv") if store else dict(exact=True)
+    r = cuckoo.dedup(src, None, **kwargs)
+    assert r.lines_kept == 60_000
+    assert r.store_stats["grows"] == 0
+
+
+def test_an_unknown_input_size_grows_the_exact_index_from_memory(tmp_path):
+    """A pipe longer than the estimate's look-ahead: nothing to reserve from, so the anonymous
+    store's index grows as lines come, each growth from the entries' kept hash bits, never by
+    reading the log back."""
+    import os
+    import threading
+
+    data = b"".join(b"key-%d\n" % (i % 150_000) for i in range(300_000))
+    r_fd, w_fd = os.pipe()
+
+    def feed():
+        with os.fdopen(w_fd, "wb") as w:
+            w.write(data)
+
+    t = threading.Thread(target=feed)
+    t.start()
+    out = tmp_path / "out"
+    with os.fdopen(r_fd, "rb") as src:
+        r = cuckoo.dedup(src, out, exact=True, block_size=1 << 16)
+    t.join()
+    assert out.read_bytes() == ref_dedup(data)
+    st = r.store_stats
+    assert st["grows"] > 3 and st["grows_from_memory"] == st["grows"]

@@ -131,7 +131,7 @@ TEST_CASE(pipeline_equals_the_model_through_a_store_and_a_filter) {
                 auto s = cuckoo::Store::open(store_path, so);
                 const auto in = open_inputs(paths);
                 const int out = open_out(temp_path("out")), dropped = open_out(temp_path("dropped"));
-                const auto r = cuckoo::dedup::with_store(*s, in, out, dropped, opt, batches, nullptr);
+                const auto r = cuckoo::dedup::with_store(*s, in, out, dropped, opt, batches, !batches, nullptr);
                 close_inputs(in);
                 ::close(out);
                 ::close(dropped);
@@ -169,7 +169,7 @@ TEST_CASE(pipeline_stops_before_a_key_longer_than_max_key) {
         auto s = cuckoo::Store::open(store_path, so);
         const auto in = open_inputs({path});
         const int out = open_out(temp_path("out"));
-        const auto r = cuckoo::dedup::with_store(*s, in, out, -1, opt, true, nullptr);
+        const auto r = cuckoo::dedup::with_store(*s, in, out, -1, opt, true, false, nullptr);
         close_inputs(in);
         ::close(out);
         CHECK(r.status == cuckoo::dedup::Status::key_too_long);

@@ -199,6 +199,49 @@ TEST_CASE(store_grows_and_keeps_its_index_small) {
     ::rmdir(dir.c_str());
 }
 
+TEST_CASE(store_with_index_bits_grows_from_memory) {
+    // keep_index_bits(): every growth re-places the entries from their kept hash bits (no log
+    // read), and they are all found where the hash puts them; after a reopen from the snapshot
+    // (no bits), the next growth reads the log once, and the ones after it are in memory again.
+    const std::string dir = temp_dir();
+    const std::string path = dir + "/m";
+    const uint64_t n = 120000;
+    std::vector<std::string> keys(n);
+    std::vector<cuckoo::KeySpan> spans(n);
+    std::vector<uint64_t> hashes(n);
+    std::unique_ptr<bool[]> out(new bool[n]);
+    uint64_t done = 0;
+    {
+        auto s = cuckoo::Store::open(path, options(16));
+        s->keep_index_bits();
+        for (uint64_t i = 0; i < n; ++i) {
+            keys[i] = key_of(i);
+            spans[i] = {reinterpret_cast<const unsigned char*>(keys[i].data()), keys[i].size()};
+            hashes[i] = hash_of(*s, keys[i]);
+        }
+        for (uint64_t at = 0; at < n / 4; at += 500)
+            s->apply_chunk(cuckoo::Store::Op::AddUnique, 500, spans.data() + at, hashes.data() + at, nullptr,
+                           out.get() + at, done);
+        CHECK(s->stats().grows > 5);
+        CHECK_EQ(s->stats().grows_from_memory, s->stats().grows);
+        for (uint64_t i = 0; i < n; ++i) CHECK_EQ(s->get(spans[i].data, spans[i].len, hashes[i], nullptr), i < n / 4);
+        s->close();
+    }
+    auto s = cuckoo::Store::open(path, options(16));
+    CHECK(s->stats().snapshot_used);
+    s->keep_index_bits();
+    for (uint64_t at = n / 4; at < n; at += 500)
+        s->apply_chunk(cuckoo::Store::Op::AddUnique, 500, spans.data() + at, hashes.data() + at, nullptr,
+                       out.get() + at, done);
+    CHECK(s->stats().grows >= 2);
+    CHECK_EQ(s->stats().grows_from_memory + 1, s->stats().grows);
+    CHECK_EQ(s->size(), n);
+    for (uint64_t i = 0; i < n; ++i) CHECK(s->get(spans[i].data, spans[i].len, hashes[i], nullptr));
+    s->close();
+    remove_store(path);
+    ::rmdir(dir.c_str());
+}
+
 // Cuts the log at every byte of its last record, and flips each byte of it: the store reopens to
 // the records before it, reports what it cut, and accepts writes.
 TEST_CASE(store_recovers_a_torn_or_corrupt_last_record) {

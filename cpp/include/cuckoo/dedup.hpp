@@ -566,9 +566,11 @@ inline Result with_filter(StagedFilter& f, std::vector<Input> inputs, int out_fd
 // Exact dedup through a store. `batches` (a persistent store): each block is one store batch,
 // committed only after the block's lines were written (handed to the OS): whatever stops the run
 // leaves in the store no line that was not written. Without it (an anonymous store), each block is
-// one atomic call.
+// one atomic call. `index_bits`: the index keeps its entries' hash bits (Store::keep_index_bits),
+// so that growing (a low estimate of the distinct lines) never reads the log back.
 inline Result with_store(Store& s, std::vector<Input> inputs, int out_fd, int dropped_fd, const Options& opt,
-                         bool batches, Pipeline::Tick tick) {
+                         bool batches, bool index_bits, Pipeline::Tick tick) {
+    if (index_bits) s.keep_index_bits();
     Pipeline p(std::move(inputs), out_fd, dropped_fd, s.hasher(), opt, std::move(tick));
     struct Rollback {
         Store& s;

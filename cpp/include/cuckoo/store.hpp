@@ -79,6 +79,7 @@ struct StoreStats {
     uint64_t lookups = 0;        // keys looked up (every get, put, delete, bulk key)
     uint64_t log_reads = 0;      // records read to verify a tag match
     uint64_t grows = 0;
+    uint64_t grows_from_memory = 0;  // of them, without reading the log (Store::keep_index_bits)
     uint64_t recovered_bytes = 0;   // torn or corrupt tail cut off (writer) or ignored (reader) at open
     uint64_t recovered_at = 0;      // offset of the first bad record, if any
     uint64_t replayed_records = 0;  // records read from the log at open (0 with a full snapshot)
@@ -140,7 +141,7 @@ public:
     uint64_t index_bytes() const noexcept {
         // An unordered_multimap node: two words of payload, a next pointer, a cached hash, and a
         // bucket pointer; an estimate, the table dominates.
-        return buckets_.size() * sizeof(StoreBucket) + stash_.size() * 48;
+        return buckets_.size() * sizeof(StoreBucket) + low_.size() * sizeof(uint32_t) + stash_.size() * 48;
     }
 
     // ---- scalar operations ----
@@ -425,6 +426,19 @@ public:
         ++version_;
     }
 
+    // Keeps each entry's index bits in memory from now on (4 bytes a slot, ~4.3 a key at the
+    // growth load, on top of the index's ~6.4), so that a growth re-places the entries without
+    // reading their keys back from the log: for a store whose index may grow often and whose log
+    // is large next to it (dedup's anonymous store). Entries already placed get their bits at the
+    // next growth, which reads the log once.
+    void keep_index_bits() {
+        if (keep_low_) return;
+        std::vector<uint32_t> fresh = new_low(buckets_.size());
+        low_.swap(fresh);
+        keep_low_ = true;
+        low_valid_ = count_ == 0;
+    }
+
     // Byte offsets of every live record, ascending (= order of last write).
     std::vector<uint64_t> live_offsets() const {
         std::vector<uint64_t> units;
@@ -677,9 +691,16 @@ private:
     // An empty index of `bucket_count` buckets; the old one stays if the allocation fails.
     void resize_index(uint64_t bucket_count) {
         std::vector<StoreBucket> fresh = new_table(bucket_count);
+        std::vector<uint32_t> fresh_low = keep_low_ ? new_low(bucket_count) : std::vector<uint32_t>();
         buckets_.swap(fresh);
+        low_.swap(fresh_low);
+        low_valid_ = keep_low_;  // (empty)
         loc_ = Locator{bucket_count, bucket_count >> kBlockShift, log_.header().tag_bits};
         count_ = 0;
+    }
+    static std::vector<uint32_t> new_low(uint64_t bucket_count) {
+        fault::before_allocation();
+        return std::vector<uint32_t>(bucket_count * 4, 0);
     }
     static std::vector<StoreBucket> new_table(uint64_t bucket_count) {
         fault::before_allocation();
@@ -807,6 +828,7 @@ private:
     // The eviction search's view of the index (cuckoo/evict.hpp).
     struct EvictTable {
         std::vector<StoreBucket>& b;
+        std::vector<uint32_t>& low;  // moves with its entry (see low_)
         unsigned slots_per_bucket() const noexcept { return 4; }
         uint32_t tag(uint64_t bucket, unsigned slot) const noexcept { return b[bucket].tag[slot]; }
         int empty_slot(uint64_t bucket) const noexcept {
@@ -817,6 +839,7 @@ private:
         void move(uint64_t from, unsigned from_slot, uint64_t to, unsigned to_slot) noexcept {
             b[to].tag[to_slot] = b[from].tag[from_slot];
             b[to].unit[to_slot] = b[from].unit[from_slot];
+            if (!low.empty()) low[to * 4 + to_slot] = low[from * 4 + from_slot];
         }
         void prefetch(uint64_t bucket) const noexcept { __builtin_prefetch(&b[bucket], 1, 3); }
     };
@@ -837,10 +860,14 @@ private:
         place(h, offset);
     }
 
-    void place(uint64_t h, uint64_t offset) {
-        const KeyHash k = loc_.locate(h);
+    void place(uint64_t h, uint64_t offset) { place_located(loc_.locate(h), static_cast<uint32_t>(h), offset, &h); }
+
+    // Places the entry of a key located at k (its hash's low 32 bits `low`; its full hash *h, or
+    // null when only `low` and the tag are known: a growth from low_). Without a slot it goes to
+    // the stash, keyed by its full hash (read back from the log when not given).
+    void place_located(const KeyHash& k, uint32_t low, uint64_t offset, const uint64_t* h) {
         const uint32_t unit = static_cast<uint32_t>(offset / 8);
-        EvictTable t{buckets_};
+        EvictTable t{buckets_, low_};
         unsigned free1 = 0, free2 = 0;
         for (int s = 0; s < 4; ++s) {
             free1 += buckets_[k.i1].tag[s] == 0;
@@ -854,7 +881,12 @@ private:
         } else {
             const EvictResult r = evict_search(t, loc_, k.i1, k.i2, max_kicks_, nodes_);
             if (!r.found) {
-                stash_insert(h, offset);
+                if (h) {
+                    stash_insert(*h, offset);
+                } else {
+                    const RecordView rec = log_.read(offset);
+                    stash_insert(hasher().hash_key(rec.key, rec.key_len), offset);
+                }
                 return;
             }
             bucket = r.bucket;
@@ -862,6 +894,7 @@ private:
         }
         buckets_[bucket].tag[slot] = static_cast<uint16_t>(k.fp);
         buckets_[bucket].unit[slot] = unit;
+        if (!low_.empty()) low_[bucket * 4 + static_cast<uint64_t>(slot)] = low;
         ++count_;
     }
 
@@ -878,6 +911,7 @@ private:
     void rebuild(uint64_t target) {
         if (target > kMaxBucketCountStore) target = kMaxBucketCountStore;
         if (target <= buckets_.size()) return;  // at the largest index: entries beyond it go to the stash
+        if (keep_low_ && low_valid_) return rebuild_from_memory(target);
         const uint64_t units_in_log = log_.end() / 8;
         const bool use_bitmap = units_in_log / 64 + 1 <= count_ * 2;
         std::vector<uint64_t> live;
@@ -895,21 +929,72 @@ private:
                     if (b.tag[s]) units.push_back(b.unit[s]);
             radix_sort(units);
         }
+        rebuild_with(target, [&](const std::vector<StoreBucket>&, const std::vector<uint32_t>&,
+                                 const std::unordered_multimap<uint64_t, uint64_t>& stash) {
+            rehash_all(use_bitmap, live, units, stash);
+        });
+    }
+
+    // The growth when low_ holds every entry's index bits: each entry is re-placed from its tag
+    // and those bits (in bucket order, a block of entries' new buckets prefetched at a time),
+    // without reading its key back from the log; stash entries from their full hash.
+    void rebuild_from_memory(uint64_t target) {
+        rebuild_with(target, [&](const std::vector<StoreBucket>& old_buckets, const std::vector<uint32_t>& old_low,
+                                 const std::unordered_multimap<uint64_t, uint64_t>& stash) {
+            KeyHash k[kBatchBlock];
+            uint32_t low[kBatchBlock], unit[kBatchBlock];
+            unsigned n = 0;
+            auto flush = [&] {
+                for (unsigned j = 0; j < n; ++j) place_located(k[j], low[j], uint64_t(unit[j]) * 8, nullptr);
+                n = 0;
+            };
+            for (uint64_t i = 0; i < old_buckets.size(); ++i) {
+                for (unsigned s = 0; s < 4; ++s) {
+                    const uint32_t tag = old_buckets[i].tag[s];
+                    if (!tag) continue;
+                    low[n] = old_low[i * 4 + s];
+                    unit[n] = old_buckets[i].unit[s];
+                    k[n].fp = tag;
+                    k[n].i1 = loc_.index_of(low[n]);
+                    k[n].i2 = loc_.alt_index(k[n].i1, tag);
+                    __builtin_prefetch(&buckets_[k[n].i1], 1, 3);
+                    __builtin_prefetch(&buckets_[k[n].i2], 1, 3);
+                    if (++n == kBatchBlock) flush();
+                }
+            }
+            flush();
+            for (const auto& e : stash) place(e.first, e.second);
+            ++stats_.grows_from_memory;
+        });
+    }
+
+    // All or nothing: an index of `target` buckets is made beside the old one, and
+    // fill(old buckets, old index bits, old stash) places every entry into it; the old index comes
+    // back if anything fails (an allocation, a record that no longer reads). So the peak memory of
+    // a growth is the old and the new table plus what fill needs.
+    template <class Fill>
+    void rebuild_with(uint64_t target, Fill&& fill) {
         std::vector<StoreBucket> old_buckets = new_table(target);
+        std::vector<uint32_t> old_low = keep_low_ ? new_low(target) : std::vector<uint32_t>();
         old_buckets.swap(buckets_);
+        old_low.swap(low_);
         std::unordered_multimap<uint64_t, uint64_t> stash;
         stash.swap(stash_);
         const Locator old_loc = loc_;
         const uint64_t old_count = count_;
+        const bool old_valid = low_valid_;
         loc_ = Locator{target, target >> kBlockShift, log_.header().tag_bits};
         count_ = 0;
+        low_valid_ = keep_low_;  // every entry is placed with its bits
         try {
-            rehash_all(use_bitmap, live, units, stash);
+            fill(old_buckets, old_low, stash);
         } catch (...) {
             buckets_.swap(old_buckets);
+            low_.swap(old_low);
             stash_.swap(stash);
             loc_ = old_loc;
             count_ = old_count;
+            low_valid_ = old_valid;
             throw;
         }
         ++stats_.grows;
@@ -1115,6 +1200,7 @@ private:
         }
         live_bytes_ = h.live_bytes;
         log_end = end;
+        low_valid_ = false;  // a snapshot holds tags and offsets only: the next growth reads the log
         return true;
     }
 
@@ -1213,6 +1299,15 @@ private:
 
     LogFile log_;
     std::vector<StoreBucket> buckets_;
+    // With keep_index_bits(): the low 32 bits of each entry's key hash (its bucket index comes from
+    // them; its tag from the high bits), slot by slot beside buckets_ (low_[bucket * 4 + slot]),
+    // moved with the entry. With them a growth re-places every entry from memory instead of
+    // reading each key back from the log and hashing it again. Valid when every entry's bits are
+    // known: not for entries placed before keep_index_bits() or loaded from a snapshot (tags and
+    // offsets only), until a growth from the log (rebuild) fills them in.
+    std::vector<uint32_t> low_;
+    bool keep_low_ = false;  // keep_index_bits()
+    bool low_valid_ = false;
     Locator loc_{};
     uint64_t count_ = 0;
     std::unordered_multimap<uint64_t, uint64_t> stash_;  // full hash -> byte offset

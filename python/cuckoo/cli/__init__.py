@@ -14,9 +14,14 @@ its key is the line without that ``\\n`` and without one ``\\r`` just before it,
 and ``a\\n`` are the same key (what ``b"a" in f`` tests in Python). Output lines are written
 back exactly as read. A last line without a newline is a line; empty lines are keys too.
 
-Input is read in blocks (2 MiB by default). Each block is split into lines with NumPy, the keys
-go to the filter in one bulk call per block (as fixed-width NumPy ``S`` arrays, grouped by
-length), and the kept lines are written with one copy per block: no Python loop per line.
+Input is read in blocks (2 MiB by default; 4 MiB for --exact). Files and stdin go through the
+native pipeline (cpp/include/cuckoo/dedup.hpp, without the GIL): on --threads N (default: the
+cores available) N - 1 threads read, split and hash the blocks while the calling thread applies
+them to the filter or store in input order and writes the kept lines, one write() per block; the
+output never depends on N. Other inputs (file objects without a file descriptor, iterables of
+lines given to cuckoo.dedup, a framing other than whole lines) take the Python block path:
+NumPy splits each block, the keys go to the filter in one bulk call per block (as fixed-width
+NumPy ``S`` arrays, grouped by length); both give the same output byte for byte.
 
 The package has one module per concern: ``common`` (exit codes, errors), ``engine`` (the dedup
 run behind ``cuckoo.dedup()``: filter or store, kept and dropped sinks, counts), ``framing``

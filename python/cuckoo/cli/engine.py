@@ -29,7 +29,7 @@ from cuckoo import _compress as compress
 from cuckoo._records import Records, framing_of
 
 from .common import DEDUP_FPR, DEFAULT_BLOCK, EXIT_USAGE, CliError, _one_line
-from .estimate import sized_filter
+from .estimate import estimate_input, sized_filter
 from .framing import Lines, LineTooLong, Source, read_lines
 from .output import write_error
 
@@ -552,6 +552,17 @@ def _dedup_filter(sources: List[Source], out: Any, f: Optional[Filter], capacity
     return DedupResult(read, kept_total, nbytes, time.perf_counter() - start, False, expected_false, f, how)
 
 
+def _reserve(s: Any, sources: List[Source], block: int) -> bool:
+    """Sizes the store's index for the input's distinct lines (the estimate that sizes filters),
+    so that it grows at most once, now, instead of at every 1.5x on the way (each growth
+    re-places every entry). Returns whether the index may still grow: False when the reserve
+    covers every line of the input (an estimate that the sample said was all distinct lines)."""
+    estimate, known, lines = estimate_input(sources, block)
+    if known and estimate > 0:
+        s.reserve(len(s) + int(estimate * 1.05) + 1024)
+    return not known or estimate * 1.05 < lines
+
+
 def _store_insert(s: Any, lines: Any) -> np.ndarray:
     """The block's "kept" mask after adding its keys to the store (keyed records: only the
     records whose key decides, cuckoo._records)."""
@@ -565,6 +576,12 @@ def _dedup_store(sources: List[Source], out: Any, store: Any, dropped: Any, bloc
     owned = not isinstance(store, cuckoo.Store)
     s = cuckoo.Store(None if store is None else os.fspath(store)) if owned else store
     persistent = store is not None
+    try:
+        may_grow = _reserve(s, sources, block)
+    except BaseException:
+        if owned:
+            s.close()
+        raise
     sink, drop_sink = _as_sink(out), _as_sink(dropped)
     max_key = max_store_key()
     read = written = nbytes = 0
@@ -574,8 +591,10 @@ def _dedup_store(sources: List[Source], out: Any, store: Any, dropped: Any, bloc
         native = _Native.plan(sources, framing, (sink, drop_sink)) if hasattr(s._s, "_dedup") else None
         if native is not None:
             try:
+                # The anonymous store keeps its entries' hash bits (4 bytes a slot) to grow without
+                # reading its log back, when it may grow at all.
                 d = native.run(s._s._dedup, sources, (sink, drop_sink), block, threads or default_threads(), max_key,
-                               persistent, None if report is _no_progress else report)
+                               persistent, not persistent and may_grow, None if report is _no_progress else report)
             finally:
                 _finish(sink, drop_sink)
             if d["status"] == "key_too_long":

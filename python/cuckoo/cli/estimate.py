@@ -52,6 +52,12 @@ def estimate_keys(sources: List[Source], block: int) -> Tuple[int, bool]:
     """An estimate of the distinct keys (lines) of the input, and whether it is an estimate at
     all (False when a source is a pipe longer than two blocks). Regular files are sampled in
     SAMPLE_WINDOWS windows (read whole when small); stdin is read up to two blocks ahead."""
+    estimate, known, _ = estimate_input(sources, block)
+    return estimate, known
+
+
+def estimate_input(sources: List[Source], block: int) -> Tuple[int, bool, float]:
+    """estimate_keys, and the estimated number of lines (0 when unknown)."""
     keys: List[bytes] = []
     total = 0.0
     complete = True
@@ -72,13 +78,13 @@ def estimate_keys(sources: List[Source], block: int) -> Tuple[int, bool]:
         sample = _sample_keys(head, True, not rest or src.eof)
         if rest and not src.eof:
             if size is None:
-                return 0, False
+                return 0, False, 0.0
             complete = False
             total += size / max(len(head) / max(head.count(b"\n"), 1), 1.0)
         else:
             total += len(sample)
         keys.extend(sample)
-    return int(math.ceil(distinct_estimate(keys, total, complete))), True
+    return int(math.ceil(distinct_estimate(keys, total, complete))), True, total
 
 
 def _sample_file(path: str, size: int) -> Tuple[List[bytes], float]:
