@@ -414,7 +414,7 @@ BUSY_INTERRUPT_SCRIPT = textwrap.dedent(
 )
 
 
-def test_ctrl_c_stops_a_long_call_beside_a_spinning_thread_with_few_gil_takes():
+def test_keyboard_interrupt_stops_a_long_call_beside_a_spinning_thread_with_few_gil_takes():
     # Each look at the signals takes the GIL back from the spinner (up to the 5 ms switch
     # interval): the looks follow the clock, one per 50 ms of the call, where they used to come
     # every 512 blocks of keys (thousands a second: the call ran 4.4x slower beside the spinner).
