@@ -88,6 +88,29 @@ def test_the_filter_path_reports_and_keeps_its_filter():
     assert (r.lines_read, r.lines_kept) == (2, 1)
 
 
+@pytest.mark.parametrize("fpr", [None, 1e-2, 1e-4, 1e-5, 1e-8])
+@pytest.mark.parametrize("capacity", [None, 5000])
+def test_the_filter_dedup_makes_has_one_load_buckets_within_its_fpr(tmp_path, fpr, capacity):
+    # The vector insert kernel takes buckets that one 8-byte load holds (b*f a multiple of 8 up
+    # to 64, or b*f + 7 <= 64); 4 x 17 bits (the default 1e-4 at 4 slots) took the scalar
+    # multi-word path at twice the cost a key: dedup picks 2-slot buckets there, at the same bound.
+    src = tmp_path / "in.txt"
+    src.write_bytes(b"".join(b"%d\n" % (i % 700) for i in range(2000)))
+    r = cuckoo.dedup(str(src), None, fpr=fpr, capacity=capacity, seed=1)
+    f = r.filter
+    want = 1e-4 if fpr is None else fpr
+
+    def one_load(b):
+        bits = b * cuckoo.theory.fingerprint_bits(want, b)
+        return (bits % 8 == 0 and bits <= 64) or bits + 7 <= 64
+
+    assert f.bucket_size == (4 if one_load(4) or not one_load(2) else 2)
+    assert f.bucket_size == {None: 2, 1e-2: 4, 1e-4: 2, 1e-5: 2, 1e-8: 4}[fpr]
+    assert cuckoo.theory.fpr_bound(f.fingerprint_bits, f.bucket_size) <= want  # a stage of it
+    assert f.fingerprint_bits == cuckoo.theory.fingerprint_bits(want, f.bucket_size)
+    assert r.lines_read == 2000 and 600 < r.lines_kept <= 700
+
+
 def test_a_full_fixed_filter_raises_with_the_work_done():
     out = io.BytesIO()
     lines = [b"%d\n" % i for i in range(5000)]

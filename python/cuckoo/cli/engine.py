@@ -29,7 +29,7 @@ from cuckoo import _compress as compress
 from cuckoo._records import Records, framing_of
 
 from .common import DEDUP_FPR, DEFAULT_BLOCK, EXIT_USAGE, CliError, _one_line
-from .estimate import estimate_input, sized_filter
+from .estimate import estimate_input, sized_filter, vector_bucket_size
 from .framing import Lines, LineTooLong, Source, read_lines
 from .output import write_error
 
@@ -498,7 +498,8 @@ def _dedup_filter(sources: List[Source], out: Any, f: Optional[Filter], capacity
                   report: Callable[[int, int], None], framing: Any) -> DedupResult:
     how = "given"
     if f is None:
-        f, _, how = sized_filter(sources, block, fpr if fpr is not None else DEDUP_FPR, seed, capacity)
+        rate = fpr if fpr is not None else DEDUP_FPR
+        f, _, how = sized_filter(sources, block, rate, seed, capacity, bucket_size=vector_bucket_size(rate))
     sink, drop_sink = _as_sink(out), _as_sink(dropped)
     start = time.perf_counter()
     native = _Native.plan(sources, framing, (sink, drop_sink)) if hasattr(f, "_dedup") else None

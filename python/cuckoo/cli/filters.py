@@ -18,7 +18,7 @@ from cuckoo._records import RecordError
 
 from .common import BUILD_FPR, CliError, DEDUP_FPR, EXIT_FILTER_FILE, EXIT_FULL, EXIT_OK, EXIT_USAGE, _one_line
 from .engine import dedup
-from .estimate import sized_filter
+from .estimate import sized_filter, vector_bucket_size
 from .framing import Source, iter_blocks, sources_of
 from .output import (
     Output, Progress, _bytes, _note, _progress_enabled, _si, _small, inputs_of, refuse_clobber, write_stdout,
@@ -84,7 +84,8 @@ def full_error(command: str, f: Filter, line: int, exc: FilterFullError, stdin: 
     return CliError(f"cuckoo {command}: the filter is full at input line {line:,}: {what}; {kept}; {hint}", EXIT_FULL)
 
 
-def _auto_filter(args: argparse.Namespace, sources: List[Source], fpr: float) -> Tuple[Filter, bool, str]:
+def _auto_filter(args: argparse.Namespace, sources: List[Source], fpr: float,
+                 bucket_size: int = 4) -> Tuple[Filter, bool, str]:
     """The filter for dedup/build: loaded, fixed (--capacity) or automatic (growable, sized by an
     estimate of the distinct lines). New filters get --seed, else a secret random seed."""
     if getattr(args, "filter", None):
@@ -95,7 +96,8 @@ def _auto_filter(args: argparse.Namespace, sources: List[Source], fpr: float) ->
         if g is None:
             return f, False, f"loaded from {args.filter}"
         return g, True, f"loaded from {args.filter}" + ("" if f.growable else ", growable")
-    return sized_filter(sources, args.block_size, fpr, args.seed, args.capacity, getattr(args, "expansion", None))
+    return sized_filter(sources, args.block_size, fpr, args.seed, args.capacity, getattr(args, "expansion", None),
+                        bucket_size)
 
 
 def _on_stdin(sources: List[Source]) -> bool:
@@ -118,7 +120,7 @@ def cmd_dedup(args: argparse.Namespace) -> int:
         raise CliError("cuckoo dedup: --filter takes the loaded filter's parameters: drop --capacity/--fpr/--seed",
                        EXIT_USAGE)
     fpr = args.fpr if args.fpr is not None else DEDUP_FPR
-    f, growable, how = _auto_filter(args, sources, fpr)
+    f, growable, how = _auto_filter(args, sources, fpr, vector_bucket_size(fpr))
     out = Output(args.output, sources)
     dropped = dropped_sink(args, sources)
     progress = Progress(_progress_enabled(args), "dedup")
