@@ -8,7 +8,10 @@
 // reads themselves are serialised by a mutex, in input order), split and hash it, and hand it to
 // the calling thread, which applies the blocks strictly in sequence and writes their output. So
 // the answers never depend on N: the only state that changes (the filter or store) is touched by
-// one thread, in input order. With N = 1 the calling thread does everything.
+// one thread, in input order. With N = 1 the calling thread does everything. For a filter and an
+// anonymous store (nothing recorded once written), a writer thread gathers and writes the applied
+// blocks in order, so the calling thread only applies: it was the bottleneck (the inserts) and
+// also did the gathering copies and write() calls.
 //
 // Lines: a line ends at '\n'; its key is the line without the '\n' and one '\r' before it. A last
 // line without '\n' gets a '\n' in the block (virtual); the output drops it again when the line
@@ -204,14 +207,17 @@ public:
     // Runs to the end of the input (or a stop): for each block in order, apply(block) fills
     // block.keep[0, k) and returns k (k < lines: the key k found no room, stop after it);
     // write_block(block, k) then writes the kept lines; commit() runs after they were written.
+    // `write_behind` (only for a commit that does nothing: a filter, an anonymous store): with
+    // threads > 1, a writer thread gathers and writes the applied blocks in order, so that the
+    // calling thread only applies (the writes' copies then overlap the next block's inserts).
     template <class Apply, class Commit>
-    Result run(Apply&& apply, Commit&& commit) {
+    Result run(Apply&& apply, Commit&& commit, bool write_behind = false) {
         const unsigned producers = opt_.threads > 1 ? opt_.threads - 1 : 0;
-        if (producers) start_producers(producers);
         struct Joiner {
             Pipeline& p;
             ~Joiner() { p.stop_producers(); }
         } joiner{*this};
+        if (producers) start_threads(producers, write_behind);
         Result r;
         last_tick_ = std::chrono::steady_clock::now();
         for (uint64_t seq = 0;; ++seq) {
@@ -220,22 +226,28 @@ public:
             if (b->end) break;
             const size_t n = b->lines();
             const size_t k = apply(*b, n);
-            write_block(*b, k, r);
-            commit();
             r.lines += k;
             for (size_t j = 0; j < k; ++j) r.kept += b->keep[j];
             r.bytes += k == n ? b->used - (b->virtual_nl ? 1 : 0) : (k ? b->line_end[k - 1] : 0);
-            if (k < n) {
+            const bool stop_after = k < n || b->too_long;
+            if (k < n)
                 r.status = Status::full;
-                break;
-            }
-            if (b->too_long) {
+            else if (b->too_long)
                 r.status = Status::key_too_long;
-                break;
+            if (has_writer_) {
+                hand_to_writer(std::move(b), k, r);
+            } else {
+                write_block(*b, k, [&](bool now) {
+                    if (now) last_tick_ = {};  // after EINTR: a signal arrived, check it now
+                    maybe_tick(r);
+                });
+                commit();
+                recycle(std::move(b));
             }
-            recycle(std::move(b));
+            if (stop_after) break;
             maybe_tick(r);
         }
+        if (has_writer_) finish_writer(r);
         return r;
     }
 
@@ -354,8 +366,8 @@ private:
         return b;
     }
 
-    // ---- producer threads ----
-    void start_producers(unsigned n) {
+    // ---- producer threads (and the writer) ----
+    void start_threads(unsigned n, bool writer) {
         in_flight_limit_ = 2 * n + 2;
         // The producers block every signal (they inherit the mask at creation): a signal then
         // reaches the calling thread, whose waits and writes it interrupts, and which alone runs
@@ -365,6 +377,10 @@ private:
         pthread_sigmask(SIG_BLOCK, &all, &old);
         try {
             for (unsigned t = 0; t < n; ++t) threads_.emplace_back([this] { produce(); });
+            if (writer) {
+                threads_.emplace_back([this] { write_behind(); });
+                has_writer_ = true;
+            }
         } catch (...) {
             pthread_sigmask(SIG_SETMASK, &old, nullptr);
             stop_producers();
@@ -375,6 +391,10 @@ private:
     void stop_producers() {
         stop_.store(true);
         room_.notify_all();
+        {
+            std::lock_guard<std::mutex> g(write_mutex_);  // (the writer waits under it)
+        }
+        write_cv_.notify_all();
         for (std::thread& t : threads_) t.join();
         threads_.clear();
     }
@@ -455,15 +475,85 @@ private:
     }
 
     // ---- writing ----
-    void write_block(Block& b, size_t k, const Result& r) {
+    // wait(now) runs while a write waits for the fd, and with now = true after EINTR (the calling
+    // thread: maybe_tick; the writer, which blocks every signal: a check of stop_).
+    template <class Wait>
+    void write_block(Block& b, size_t k, Wait&& wait) {
         const bool final = b.last_input && b.virtual_nl && k == b.lines();
-        if (out_fd_ >= 0) gather_and_write(b, k, true, final, out_fd_, 1, r);
-        if (dropped_fd_ >= 0) gather_and_write(b, k, false, final, dropped_fd_, 2, r);
+        if (out_fd_ >= 0) gather_and_write(b, k, true, final, out_fd_, 1, wait);
+        if (dropped_fd_ >= 0) gather_and_write(b, k, false, final, dropped_fd_, 2, wait);
     }
+
+    // The writer thread (write_behind): takes applied blocks in order and writes them. A failed
+    // write ends it: the calling thread rethrows the error at its next block (or at the end),
+    // having applied at most the blocks in the queue beyond it.
+    void write_behind() {
+        const auto wait = [this](bool) {
+            if (stop_.load()) throw Stopped{};
+        };
+        try {
+            while (true) {
+                Written w;
+                {
+                    std::unique_lock<std::mutex> g(write_mutex_);
+                    write_cv_.wait(g, [&] { return stop_.load() || !to_write_.empty(); });
+                    if (to_write_.empty()) return;  // stopped
+                    w = std::move(to_write_.front());
+                    to_write_.pop_front();
+                }
+                if (!w.block) break;  // the end: all written
+                write_block(*w.block, w.k, wait);
+                recycle(std::move(w.block));
+                write_cv_.notify_all();  // room in the queue
+            }
+        } catch (const Stopped&) {
+            return;
+        } catch (...) {
+            std::lock_guard<std::mutex> g(write_mutex_);
+            write_error_ = std::current_exception();
+        }
+        {
+            std::lock_guard<std::mutex> g(write_mutex_);
+            writer_done_ = true;
+        }
+        write_cv_.notify_all();
+    }
+    // Queues block b (k lines applied) for the writer, waiting (with ticks) while it has
+    // kWriteQueue blocks to write; rethrows the writer's error.
+    void hand_to_writer(std::unique_ptr<Block> b, size_t k, const Result& r) {
+        std::unique_lock<std::mutex> g(write_mutex_);
+        while (true) {
+            if (write_error_) std::rethrow_exception(write_error_);
+            if (to_write_.size() < kWriteQueue) break;
+            write_cv_.wait_for(g, opt_.tick_every);
+            g.unlock();
+            maybe_tick(r);
+            g.lock();
+        }
+        to_write_.push_back(Written{std::move(b), k});
+        g.unlock();
+        write_cv_.notify_all();
+    }
+    // After the last block: waits (with ticks) until the writer wrote everything; rethrows its
+    // error.
+    void finish_writer(const Result& r) {
+        std::unique_lock<std::mutex> g(write_mutex_);
+        to_write_.push_back(Written{nullptr, 0});
+        write_cv_.notify_all();
+        while (!writer_done_) {
+            write_cv_.wait_for(g, opt_.tick_every);
+            g.unlock();
+            maybe_tick(r);
+            g.lock();
+        }
+        if (write_error_) std::rethrow_exception(write_error_);
+    }
+
     // Writes lines [0, k) whose keep flag equals `kept`, in order, with one copy into out_ and as
     // few write() calls as the fd takes. `final`: the block ends the input with a virtual '\n',
     // which is not written.
-    void gather_and_write(const Block& b, size_t k, bool kept, bool final, int fd, int side, const Result& r) {
+    template <class Wait>
+    void gather_and_write(const Block& b, size_t k, bool kept, bool final, int fd, int side, Wait&& wait) {
         out_.size = 0;
         const unsigned char* p = b.data.p.get();
         size_t run_start = 0;
@@ -483,15 +573,16 @@ private:
         }
         if (in_run) out_.append(p + run_start, (k ? b.line_end[k - 1] : 0) - run_start);
         if (final && last_sel == k - 1 && out_.size) --out_.size;
-        write_all(fd, out_.p.get(), out_.size, side, r);
+        write_all(fd, out_.p.get(), out_.size, side, wait);
     }
-    void write_all(int fd, const unsigned char* data, size_t n, int side, const Result& r) {
+    template <class Wait>
+    void write_all(int fd, const unsigned char* data, size_t n, int side, Wait&& wait) {
         while (n) {
-            wait_ready(fd, POLLOUT, opt_.tick_every, [&] { maybe_tick(r); });
+            wait_ready(fd, POLLOUT, opt_.tick_every, [&] { wait(false); });
             const ssize_t w = ::write(fd, data, std::min<size_t>(n, size_t(1) << 30));
             if (w < 0) {
                 if (errno == EINTR) {
-                    maybe_tick_now(r);
+                    wait(true);
                     continue;
                 }
                 if (errno == EAGAIN || errno == EWOULDBLOCK) continue;
@@ -501,12 +592,6 @@ private:
             n -= static_cast<size_t>(w);
         }
     }
-    // After EINTR: a signal arrived, check it now.
-    void maybe_tick_now(const Result& r) {
-        last_tick_ = std::chrono::steady_clock::now();
-        if (tick_ && tick_(r)) throw Stopped{};
-    }
-
     std::vector<Input> inputs_;
     int out_fd_, dropped_fd_;
     KeyHasher hasher_;
@@ -532,6 +617,19 @@ private:
     std::atomic<bool> stop_{false};
     std::exception_ptr fatal_;
     std::vector<std::thread> threads_;
+
+    // Hand-over to the writer thread (write_mutex_). Two blocks queued are enough for the writer
+    // to keep up (its copies are faster than the inserts) and bound the memory held.
+    static constexpr size_t kWriteQueue = 2;
+    struct Written {
+        std::unique_ptr<Block> block;  // null: the end
+        size_t k = 0;
+    };
+    std::mutex write_mutex_;
+    std::condition_variable write_cv_;
+    std::deque<Written> to_write_;
+    bool has_writer_ = false, writer_done_ = false;
+    std::exception_ptr write_error_;
 };
 
 // ---- the two tables ----
@@ -558,7 +656,7 @@ inline Result with_filter(StagedFilter& f, std::vector<Input> inputs, int out_fd
             fpr_before = fpr_after;
             return done;
         },
-        [] {});
+        [] {}, /*write_behind=*/true);
     r.expected_false = expected_false;
     return r;
 }
@@ -592,7 +690,8 @@ inline Result with_store(Store& s, std::vector<Input> inputs, int out_fd, int dr
         },
         [&] {
             if (batches) s.commit_batch();
-        });
+        },
+        /*write_behind=*/!batches);
 }
 
 }  // namespace dedup
