@@ -159,8 +159,9 @@ def test_bad_arguments_are_refused(kwargs, error):
                                            (["a\n"], None), ([u"a", 1], TypeError)])
 def test_bad_sources_are_refused(source, error):
     if error is None:  # a list of str is a list of paths: a missing file
-        with pytest.raises(Exception, match="cannot open input"):
+        with pytest.raises(FileNotFoundError) as info:
             cuckoo.dedup(source, None)
+        assert info.value.filename == source[0]
         return
     with pytest.raises(error):
         cuckoo.dedup(source, None)

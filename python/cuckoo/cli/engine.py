@@ -28,7 +28,7 @@ from cuckoo import Filter, FilterFullError
 from cuckoo import _compress as compress
 from cuckoo._records import Records, framing_of
 
-from .common import DEDUP_FPR, DEFAULT_BLOCK, EXIT_USAGE, CliError, _one_line
+from .common import DEDUP_FPR, DEFAULT_BLOCK
 from .estimate import estimate_input, sized_filter, vector_bucket_size
 from .framing import Lines, LineTooLong, Source, read_lines
 from .output import write_error
@@ -140,14 +140,14 @@ def _sources(source: Any) -> List[Source]:
     """Sources of `source`: a path, a binary file object, an iterable of lines, or a list or
     tuple of paths."""
     if isinstance(source, (str, os.PathLike)):
-        return [Source(os.fspath(source))]
+        return [Source(os.fspath(source), os_errors=True)]
     if isinstance(source, (bytes, bytearray, memoryview)):
         raise TypeError("cuckoo.dedup: pass bytes as io.BytesIO(data) (or data.splitlines(keepends=True))")
     if hasattr(source, "read"):
         return [Source(getattr(source, "name", "<stream>") if isinstance(getattr(source, "name", None), str)
-                       else "<stream>", source)]
+                       else "<stream>", source, os_errors=True)]
     if isinstance(source, (list, tuple)) and source and all(isinstance(s, (str, os.PathLike)) for s in source):
-        return [Source(os.fspath(s)) for s in source]
+        return [Source(os.fspath(s), os_errors=True) for s in source]
     try:
         items = iter(source)
     except TypeError:
@@ -331,8 +331,7 @@ class _Native:
         except OSError as exc:
             side = getattr(exc, "cuckoo_side", None)
             if side == "input":
-                src = sources[int(getattr(exc, "cuckoo_input", 0))]
-                raise CliError(f"cuckoo: cannot read input '{src.name}': {_one_line(exc)}", EXIT_USAGE) from None
+                raise sources[int(getattr(exc, "cuckoo_input", 0))].input_error(exc) from None
             sink = sinks[0 if side == "output" else 1] if side else None
             if sink is not None and hasattr(sink, "what"):
                 raise write_error(sink.what, exc) from None
@@ -420,6 +419,11 @@ def dedup(source: Any, out: Any = None, *, exact: bool = False, store: Any = Non
     KeyTooLongError
         (A ``ValueError``.) A line longer than a store key (2**31 - 1 bytes): the lines before it
         are done.
+    OSError
+        An input that cannot be opened or read (``FileNotFoundError``, ``PermissionError``, ...,
+        naming the file), or an output that cannot be written (``cuckoo_side`` says which:
+        ``"output"`` or ``"dropped"``); with `store`, no line of a block that was not written is
+        recorded.
 
     Lines are bytes, never decoded. ``a\\r\\n`` and ``a\\n`` are the same key (that of
     ``b"a"``); lines are written back exactly as read; a last line without ``\\n`` gets one only

@@ -9,7 +9,6 @@ from typing import Any, List, Optional, Tuple
 
 from cuckoo import Filter
 
-from .common import CliError, EXIT_USAGE, _one_line
 from .framing import Source
 
 
@@ -64,7 +63,10 @@ def estimate_input(sources: List[Source], block: int) -> Tuple[int, bool, float]
     for src in sources:
         size = src.regular_size()
         if size is not None and src.path is not None:
-            sample, lines = _sample_file(src.path, size)
+            try:
+                sample, lines = _sample_file(src.path, size)
+            except OSError as exc:
+                raise src.input_error(exc) from None
             keys.extend(sample)
             total += lines
             complete = complete and lines == len(sample)
@@ -89,23 +91,20 @@ def estimate_input(sources: List[Source], block: int) -> Tuple[int, bool, float]
 
 def _sample_file(path: str, size: int) -> Tuple[List[bytes], float]:
     """(keys of the sampled lines, estimated lines of the file): the whole file when it is at most
-    SAMPLE_WINDOWS windows, else SAMPLE_WINDOWS windows spread evenly over it."""
-    try:
-        with open(path, "rb") as fh:
-            if size <= SAMPLE_WINDOWS * SAMPLE_WINDOW:
-                sample = _sample_keys(fh.read(), True, True)
-                return sample, float(len(sample))
-            keys: List[bytes] = []
-            nbytes = newlines = 0
-            for k in range(SAMPLE_WINDOWS):
-                off = (size - SAMPLE_WINDOW) * k // (SAMPLE_WINDOWS - 1)
-                fh.seek(off)
-                piece = fh.read(SAMPLE_WINDOW)
-                nbytes += len(piece)
-                newlines += piece.count(b"\n")
-                keys.extend(_sample_keys(piece, off == 0, off + len(piece) >= size))
-    except OSError as exc:
-        raise CliError(f"cuckoo: cannot read input '{path}': {_one_line(exc)}", EXIT_USAGE) from None
+    SAMPLE_WINDOWS windows, else SAMPLE_WINDOWS windows spread evenly over it. Raises OSError."""
+    with open(path, "rb") as fh:
+        if size <= SAMPLE_WINDOWS * SAMPLE_WINDOW:
+            sample = _sample_keys(fh.read(), True, True)
+            return sample, float(len(sample))
+        keys: List[bytes] = []
+        nbytes = newlines = 0
+        for k in range(SAMPLE_WINDOWS):
+            off = (size - SAMPLE_WINDOW) * k // (SAMPLE_WINDOWS - 1)
+            fh.seek(off)
+            piece = fh.read(SAMPLE_WINDOW)
+            nbytes += len(piece)
+            newlines += piece.count(b"\n")
+            keys.extend(_sample_keys(piece, off == 0, off + len(piece) >= size))
     return keys, size / max(nbytes / max(newlines, 1), 1.0)
 
 

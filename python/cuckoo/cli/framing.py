@@ -261,10 +261,13 @@ def _take(keys: Any, idx: np.ndarray) -> Any:
 
 class Source:
     """One input: a file name, '-' for stdin, or an open binary stream (`stream`, named `name` in
-    messages, never closed here). Can hand back bytes read ahead of time."""
+    messages, never closed here). Can hand back bytes read ahead of time. `os_errors`: a file
+    that cannot be opened or read raises OSError naming it (cuckoo.dedup()), not the CLI's
+    one-line CliError."""
 
-    def __init__(self, name: str, stream: Optional[IO[bytes]] = None) -> None:
+    def __init__(self, name: str, stream: Optional[IO[bytes]] = None, *, os_errors: bool = False) -> None:
         self.name = name
+        self.os_errors = os_errors
         self.is_stdin = name == "-" and stream is None
         self.stream: Optional[IO[bytes]] = stream
         self.owned = stream is None  # close() closes only a file it opened
@@ -285,7 +288,7 @@ class Source:
                 try:
                     raw = open(self.name, "rb")
                 except OSError as exc:
-                    raise CliError(f"cuckoo: cannot open input '{self.name}': {_one_line(exc)}", EXIT_USAGE) from None
+                    raise self.input_error(exc, "open") from None
             self.stream = self._decompressed(raw)
         return self.stream
 
@@ -299,7 +302,17 @@ class Source:
         except ImportError as exc:  # zstd without the zstandard package: the one-line hint
             raise CliError(f"cuckoo: cannot read input '{self.name}': {exc}", EXIT_USAGE) from None
         except OSError as exc:
-            raise CliError(f"cuckoo: cannot read input '{self.name}': {_one_line(exc)}", EXIT_USAGE) from None
+            raise self.input_error(exc) from None
+
+    def input_error(self, exc: OSError, verb: str = "read") -> Exception:
+        """What a failure to open or read this input raises: CliError (one line, for the CLI), or
+        with `os_errors` an OSError of the same errno naming the file (FileNotFoundError,
+        PermissionError, ...)."""
+        if self.os_errors:
+            if exc.errno is None:
+                return OSError(f"cannot {verb} input '{self.name}': {exc}")
+            return OSError(exc.errno, exc.strerror or os.strerror(exc.errno), self.name)
+        return CliError(f"cuckoo: cannot {verb} input '{self.name}': {_one_line(exc)}", EXIT_USAGE)
 
     def decompress_error(self, exc: ValueError) -> CliError:
         """The one-line error of corrupt or truncated compressed data (cuckoo._compress)."""
@@ -327,7 +340,7 @@ class Source:
         try:
             chunk = self.open().read(size)
         except OSError as exc:
-            raise CliError(f"cuckoo: cannot read input '{self.name}': {_one_line(exc)}", EXIT_USAGE) from None
+            raise self.input_error(exc) from None
         except ValueError as exc:
             if not isinstance(self.stream, compress.DecompressingReader):
                 raise

@@ -1,0 +1,157 @@
+"""The dedup pipeline under faults of its inputs and outputs (cuckoo.dedup and the CLI).
+
+- An input that cannot be opened or read: cuckoo.dedup() raises the OSError of its errno naming
+  the file (FileNotFoundError, IsADirectoryError, ...); the CLI prints one line and exits 1.
+- A kept or dropped output that fails (ENOSPC from /dev/full, EIO from a pty whose master is
+  closed, EPIPE from a reader that goes away): an OSError with its errno and `cuckoo_side`, with 1
+  and 2 threads (with 2, the writes are made by the writer thread and rethrown by the applying
+  one); the CLI exits 4 with one line; a --store records no line that was not written, so a rerun
+  writes every line no run wrote.
+- Allocation failure at each allocation of the pipeline's block buffers (cuckoo._core's
+  _fail_allocation hook, fault.hpp): MemoryError, and a --store records nothing of the block.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+import sys
+import threading
+
+import pytest
+
+import cuckoo
+from cuckoo import _core
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="the native pipeline reads and writes POSIX fds")
+
+MODES = ["filter", "exact", "store"]
+
+
+def data_lines(n=30_000, distinct=9_000):
+    return [b"%06d-line\n" % ((i * 7919) % distinct) for i in range(n)]
+
+
+def run(mode, source, out, tmp_path, **kw):
+    if mode == "filter":
+        return cuckoo.dedup(source, out, fpr=1e-8, **kw)
+    if mode == "exact":
+        return cuckoo.dedup(source, out, exact=True, **kw)
+    return cuckoo.dedup(source, out, store=tmp_path / "seen.ckv", **kw)
+
+
+def store_keys(tmp_path):
+    with cuckoo.Store(tmp_path / "seen.ckv", readonly=True) as s:
+        return set(s)
+
+
+@pytest.fixture
+def infile(tmp_path):
+    path = tmp_path / "in.txt"
+    path.write_bytes(b"".join(data_lines()))
+    return path
+
+
+# ---- inputs -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_unreadable_input_raises_the_oserror_naming_it(tmp_path, infile, mode):
+    """(It raised the CLI's CliError, with the errno and its type lost.)"""
+    missing = str(tmp_path / "missing.txt")
+    with pytest.raises(FileNotFoundError) as info:
+        run(mode, missing, None, tmp_path)
+    assert info.value.filename == missing and info.value.errno == errno.ENOENT
+    with pytest.raises(IsADirectoryError) as info:
+        run(mode, str(tmp_path), None, tmp_path)
+    assert info.value.filename == str(tmp_path)
+    with pytest.raises(FileNotFoundError) as info:  # the second of two inputs
+        run(mode, [str(infile), missing], None, tmp_path)
+    assert info.value.filename == missing
+
+
+def test_the_cli_still_reports_an_unreadable_input_on_one_line(tmp_path):
+    for extra in ([], ["--exact"]):
+        r = subprocess.run([sys.executable, "-m", "cuckoo", "dedup", *extra, str(tmp_path / "missing.txt")],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+        err = r.stderr.decode()
+        assert r.returncode == 1 and err.count("\n") == 1 and "missing.txt" in err and "No such file" in err, err
+
+
+# ---- outputs ------------------------------------------------------------------------------------
+
+
+def broken_tty():
+    """A writable binary file object whose writes fail with EIO (a pty whose master is closed)."""
+    master, slave = os.openpty()
+    os.close(master)
+    return os.fdopen(slave, "wb", buffering=0)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("side", ["output", "dropped"])
+def test_a_failed_output_raises_its_oserror_and_records_nothing(tmp_path, infile, mode, threads, side):
+    if side == "output":
+        out, dropped, code = "/dev/full", None, errno.ENOSPC
+    else:
+        out, dropped, code = tmp_path / "out.txt", broken_tty(), errno.EIO
+    try:
+        with pytest.raises(OSError) as info:
+            run(mode, str(infile), out, tmp_path, dropped=dropped, threads=threads, block_size=1 << 14)
+    finally:
+        if dropped is not None:
+            dropped.close()
+    assert info.value.errno == code and info.value.cuckoo_side == side  # type: ignore[attr-defined]
+    if mode == "store":
+        recorded = store_keys(tmp_path)
+        if side == "output":  # the first block's write failed: its batch never committed
+            assert recorded == set()
+        else:  # the blocks before the first with a dropped line were written whole, and recorded
+            assert recorded <= set(out.read_bytes().split(b"\n")[:-1])
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_dropped_reader_gone_mid_run_leaves_only_written_lines_in_the_store(tmp_path, infile, threads):
+    """The dropped output is a pipe whose reader stops after some bytes: EPIPE in the middle of
+    the run. The store then holds only lines of blocks written whole to both outputs, so the
+    rerun (with the same store) writes every distinct line the first run did not."""
+    lines = data_lines()
+    rfd, wfd = os.pipe()
+    got = []
+
+    def reader():
+        with os.fdopen(rfd, "rb", buffering=0) as r:
+            got.append(r.read(50_000))  # then close: the writer's next write finds no reader
+
+    t = threading.Thread(target=reader)
+    t.start()
+    first = tmp_path / "first.txt"
+    try:
+        with os.fdopen(wfd, "wb", buffering=0) as w, pytest.raises(BrokenPipeError) as info:
+            run("store", str(infile), first, tmp_path, dropped=w, threads=threads, block_size=1 << 14)
+    finally:
+        t.join()
+    assert info.value.cuckoo_side == "dropped"  # type: ignore[attr-defined]
+    written = set(first.read_bytes().split(b"\n")[:-1])
+    recorded = store_keys(tmp_path)
+    assert recorded and recorded <= written  # mid-run, and nothing recorded that was not written
+    second = tmp_path / "second.txt"
+    run("store", str(infile), second, tmp_path, threads=threads, block_size=1 << 14)
+    again = set(second.read_bytes().split(b"\n")[:-1])
+    assert written | again == {x.rstrip(b"\n") for x in lines}
+    assert not recorded & again
+
+
+@pytest.mark.parametrize("mode", [[], ["--exact"], ["--store", "STORE"]])
+def test_the_cli_reports_a_full_dropped_output_on_one_line(tmp_path, infile, mode):
+    store = tmp_path / "seen.ckv"
+    args = [str(store) if a == "STORE" else a for a in mode]
+    r = subprocess.run([sys.executable, "-m", "cuckoo", "dedup", *args, "--dropped", "/dev/full", "-o",
+                        str(tmp_path / "out.txt"), str(infile)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=60)
+    err = r.stderr.decode()
+    assert r.returncode == 4 and err.count("\n") == 1 and "No space left" in err and "Traceback" not in err, err
+    if mode and mode[0] == "--store":
+        assert store_keys(tmp_path) == set()
