@@ -47,6 +47,7 @@
 #include <thread>
 #include <vector>
 
+#include "cuckoo/fault.hpp"
 #include "cuckoo/hash_block.hpp"
 #include "cuckoo/staged.hpp"
 #include "cuckoo/store.hpp"
@@ -89,6 +90,15 @@ struct Input {
     std::vector<unsigned char> prefix;  // bytes already read from fd by the caller, read first
 };
 
+// Every allocation of the pipeline's buffers calls fault::before_allocation() first (the test
+// hook of tests/test_dedup_faults.py's allocation sweep; unarmed, one load and a branch).
+template <class V>
+void room_for_one(V& v) {
+    if (v.size() < v.capacity()) return;
+    fault::before_allocation();
+    v.reserve(std::max<size_t>(1024, 2 * v.capacity()));
+}
+
 // A growable byte buffer without the zero-fill of std::vector::resize (a read fills it).
 struct Bytes {
     std::unique_ptr<unsigned char[]> p;
@@ -96,6 +106,7 @@ struct Bytes {
     void reserve(size_t n) {
         if (n <= cap) return;
         size_t c = std::max(n, cap + cap / 2);
+        fault::before_allocation();
         std::unique_ptr<unsigned char[]> q(new unsigned char[c]);
         if (size) std::memcpy(q.get(), p.get(), size);
         p.swap(q);
@@ -142,11 +153,14 @@ inline void split_and_hash(Block& b, const KeyHasher& hasher, uint64_t max_key) 
             b.too_long = true;
             break;
         }
+        room_for_one(b.line_end);
+        room_for_one(b.keys);
         b.line_end.push_back(e);
         b.keys.push_back(KeySpan{p + pos, klen});
         pos = e;
     }
     const size_t n = b.keys.size();
+    if (n > b.hashes.capacity()) fault::before_allocation();
     b.hashes.resize(n);
     const unsigned char* ptr[kBatchBlock];
     uint32_t len[kBatchBlock];
@@ -165,6 +179,7 @@ inline void split_and_hash(Block& b, const KeyHasher& hasher, uint64_t max_key) 
         }
     }
     if (b.keep_cap < n) {
+        fault::before_allocation();
         b.keep.reset(new bool[n]);
         b.keep_cap = n;
     }
@@ -346,7 +361,10 @@ private:
 
     std::unique_ptr<Block> take_free() {
         std::lock_guard<std::mutex> g(queue_mutex_);
-        if (free_.empty()) return std::unique_ptr<Block>(new Block());
+        if (free_.empty()) {
+            fault::before_allocation();
+            return std::unique_ptr<Block>(new Block());
+        }
         std::unique_ptr<Block> b = std::move(free_.back());
         free_.pop_back();
         return b;
