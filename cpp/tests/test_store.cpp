@@ -316,43 +316,67 @@ TEST_CASE(store_recovers_a_torn_or_corrupt_last_record) {
 }
 
 // Every allocation of reserve() and of a put that grows the index fails in turn (the fault hook,
-// cuckoo/fault.hpp): each failure throws std::bad_alloc and leaves the store as it was.
+// cuckoo/fault.hpp): each failure throws std::bad_alloc and leaves the store as it was. Swept for
+// the default store and for one that keeps its index bits (keep_index_bits(): growths re-place
+// entries from memory, allocating the new bits array beside the new table), and for
+// keep_index_bits() itself on a store that already holds entries.
 TEST_CASE(allocation_failure_leaves_the_store_as_it_was) {
-    const std::string dir = temp_dir();
-    const std::string path = dir + "/f";
-    auto s = cuckoo::Store::open(path, options(16));
-    Model m;
-    auto put = [&](const std::string& k) {
-        s->put(k.data(), k.size(), hash_of(*s, k), k.data(), k.size());
-        m[k] = k;
-    };
-    for (uint64_t i = 0; i < 240; ++i) put(key_of(i));  // the next new key makes the 64-bucket index grow
-    for (int call = 0; call < 2; ++call) {
-        const uint64_t buckets = s->stats().bucket_count, log_bytes = s->stats().log_bytes;
-        uint64_t failed = 0;
-        for (uint64_t n = 1;; ++n) {
-            cuckoo::fault::arm(n);
-            try {
-                if (call == 0) put(key_of(100000));
-                else s->reserve(5000);
-            } catch (const std::bad_alloc&) {
+    for (bool bits : {false, true}) {
+        const std::string dir = temp_dir();
+        const std::string path = dir + "/f";
+        auto s = cuckoo::Store::open(path, options(16));
+        if (bits) s->keep_index_bits();  // empty: every entry gets its bits, so growths are from memory
+        Model m;
+        auto put = [&](const std::string& k) {
+            s->put(k.data(), k.size(), hash_of(*s, k), k.data(), k.size());
+            m[k] = k;
+        };
+        for (uint64_t i = 0; i < 240; ++i) put(key_of(i));  // the next new key makes the 64-bucket index grow
+        for (int call = 0; call < 2; ++call) {
+            const uint64_t buckets = s->stats().bucket_count, log_bytes = s->stats().log_bytes;
+            const uint64_t from_memory = s->stats().grows_from_memory;
+            uint64_t failed = 0;
+            for (uint64_t n = 1;; ++n) {
+                cuckoo::fault::arm(n);
+                try {
+                    if (call == 0) put(key_of(100000));
+                    else s->reserve(5000);
+                } catch (const std::bad_alloc&) {
+                    cuckoo::fault::arm(0);
+                    ++failed;
+                    CHECK_EQ(s->stats().bucket_count, buckets);
+                    CHECK_EQ(s->stats().log_bytes, log_bytes);
+                    CHECK_EQ(s->stats().grows_from_memory, from_memory);
+                    check_against(*s, m, 0, 50);
+                    continue;
+                }
                 cuckoo::fault::arm(0);
-                ++failed;
-                CHECK_EQ(s->stats().bucket_count, buckets);
-                CHECK_EQ(s->stats().log_bytes, log_bytes);
-                check_against(*s, m, 0, 50);
-                continue;
+                break;
             }
-            cuckoo::fault::arm(0);
-            break;
+            // default: the list of live offsets and the new table; with bits: the new table and bits
+            CHECK(failed >= 2);
+            CHECK(s->stats().bucket_count > buckets);
+            CHECK_EQ(s->stats().grows_from_memory, from_memory + (bits ? 1 : 0));
         }
-        CHECK(failed >= 2);  // the list of live offsets and the new table
-        CHECK(s->stats().bucket_count > buckets);
+        check_against(*s, m, 0, 50);
+        if (!bits) {
+            // keep_index_bits() on a store with entries allocates one array: failing, it changes
+            // nothing (the next growth still reads the log); then it takes effect.
+            cuckoo::fault::arm(1);
+            CHECK_THROWS(s->keep_index_bits(), std::bad_alloc);
+            cuckoo::fault::arm(0);
+            s->reserve(20000);
+            CHECK_EQ(s->stats().grows_from_memory, 0u);
+            s->keep_index_bits();
+            s->reserve(40000);  // the entries placed before have no bits yet: this growth reads the log
+            s->reserve(80000);  // and gave them bits: this one is from memory
+            CHECK_EQ(s->stats().grows_from_memory, 1u);
+            check_against(*s, m, 0, 50);
+        }
+        s->close();
+        remove_store(path);
+        ::rmdir(dir.c_str());
     }
-    check_against(*s, m, 0, 50);
-    s->close();
-    remove_store(path);
-    ::rmdir(dir.c_str());
 }
 
 // A log cut at a record boundary before its synced end lost synced records: refused unless

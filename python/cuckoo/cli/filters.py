@@ -215,26 +215,18 @@ def cmd_query(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# The filter properties `cuckoo info` reports, in this order (after the path and the key count).
+_INFO_PROPERTIES = ("capacity", "load_factor", "bucket_count", "bucket_size", "slot_count", "fingerprint_bits",
+                    "nbytes", "bits_per_item", "expected_fpr", "fpr_bound", "seed", "max_kicks")
+
+
 def filter_info(f: Filter, path: Optional[str] = None) -> dict:
     info: dict = {}
     if path is not None:
         info["path"] = path
         info["file_bytes"] = os.path.getsize(path)
-    info.update(
-        keys=len(f),
-        capacity=f.capacity,
-        load_factor=f.load_factor,
-        bucket_count=f.bucket_count,
-        bucket_size=f.bucket_size,
-        slot_count=f.slot_count,
-        fingerprint_bits=f.fingerprint_bits,
-        nbytes=f.nbytes,
-        bits_per_item=f.bits_per_item,
-        expected_fpr=f.expected_fpr,
-        fpr_bound=f.fpr_bound,
-        seed=f.seed,
-        max_kicks=f.max_kicks,
-    )
+    info["keys"] = len(f)
+    info.update((name, getattr(f, name)) for name in _INFO_PROPERTIES)
     for extra in ("growable", "semi_sort"):
         if hasattr(f, extra):
             info[extra] = getattr(f, extra)
