@@ -17,9 +17,17 @@ method started. The checks (printed, and the exit status is 1 if one fails):
   printed beside the expected number (distinct keys x the final filter's expected_fpr, an upper
   bound on the average over the pass);
 - len(pickle.dumps(filter)) is within 100 bytes of len(filter.to_bytes()).
-- `dedup(exact=True)` on N rows whose keys are repeated 1..--max-repeats times each (uniform
-  counts, rows shuffled) keeps exactly pandas' drop_duplicates(subset="key", keep="first") of the
-  computed frame, timed beside Dask's own `ddf.drop_duplicates(subset="key")` in the same run.
+- `dedup(exact=True)` against Dask's own `ddf.drop_duplicates(subset="key")`, in two cases: "few"
+  (N rows whose keys are repeated 1..--max-repeats times each, uniform counts, rows shuffled: the
+  issue's case, ~20,000 distinct keys at 10^7 rows) and "many" (repeated 1..--many-repeats times:
+  millions of distinct keys). --rounds interleaved rounds (the two methods' order alternating),
+  each measurement on a fresh cluster after a warm-up on a tiny frame; per method and case the
+  median wall time, CPU time (workers + this process, which runs the scheduler) and peak RSS rise
+  of the busier worker (VmHWM after resetting it, exact), with the load average. The cuckoo
+  result is checked once per case against pandas' drop_duplicates(keep="first") of the same
+  data, and the last lines say per case whether cuckoo was faster at a lower peak per worker.
+
+    python benchmarks/dask_dedup.py --only exact --rows 1000000 --rounds 1   # a quick look
 """
 
 from __future__ import annotations
@@ -86,14 +94,6 @@ def repeated_ids(n: int, lo: int, hi: int, seed: int, most: int) -> np.ndarray:
     return ids[rng.permutation(n)[lo:hi]]
 
 
-def repeated_partition(bounds_: Tuple[int, int], n: int, kind: str, seed: int, most: int) -> Any:
-    import pandas as pd
-
-    lo, hi = bounds_
-    return pd.DataFrame({"key": to_keys(repeated_ids(n, lo, hi, seed, most), kind),
-                         "pos": np.arange(lo, hi, dtype=np.int64)}, index=pd.RangeIndex(lo, hi))
-
-
 def distinct_partition(bounds_: Tuple[int, int], kind: str) -> Any:
     import pandas as pd
 
@@ -140,17 +140,26 @@ class PeakSampler:
         return [(self.peak[w] - self.base[w]) / 2**20 for w in sorted(self.base)]
 
 
+def start_cluster(args: argparse.Namespace) -> Tuple[Any, Any]:
+    """A fresh LocalCluster of --workers processes x 1 thread, and its client. No dashboard; the
+    scheduler's HTTP server on a free port (8787 may be taken by another cluster on the machine)."""
+    import dask
+    from distributed import Client, LocalCluster
+
+    with dask.config.set({"distributed.worker.daemon": False, "distributed.scheduler.active-memory-manager.start": False}):
+        cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
+                               dashboard_address=None, silence_logs=40, memory_limit=0,
+                               scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})
+        return cluster, Client(cluster)
+
+
 def on_cluster(args: argparse.Namespace, make: Callable[[Any], Any], run: Callable[[Any, Any], Any],
                after: Callable[[Any], Any] = lambda out: out) -> Dict[str, Any]:
     """A fresh cluster: data persisted, then `run(client, ddf)` timed with the memory sampler;
     `after(result)` (e.g. fetching the result for the checks) runs untimed on the same cluster."""
-    import dask
-    from distributed import Client, LocalCluster, wait
+    from distributed import wait
 
-    with dask.config.set({"distributed.worker.daemon": False, "distributed.scheduler.active-memory-manager.start": False}):
-        cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
-                               dashboard_address=None, silence_logs=40, memory_limit=0)
-        client = Client(cluster)
+    cluster, client = start_cluster(args)
     try:
         ddf = make(client).persist()
         wait(ddf)
@@ -183,11 +192,21 @@ def main(argv: Any = None) -> int:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--max-repeats", type=int, default=1000, help="exact section: keys repeated 1..this many times")
     p.add_argument("--shards", type=int, default=None, help="exact section: shards (default: cuckoo.dask's)")
+    p.add_argument("--many-repeats", type=int, default=3,
+                   help="exact section, case 'many': keys repeated 1..this many times (millions distinct)")
+    p.add_argument("--cases", default="few,many", help="exact section: comma-separated cases, of: few, many")
+    p.add_argument("--rounds", type=int, default=3, help="exact section: interleaved rounds (median reported)")
     p.add_argument("--only", choices=["all", "filter", "exact"], default="all",
                    help="run only the filter sections (build, dedup) or only the exact-dedup section")
     args = p.parse_args(argv)
     if args.rows < 4 or args.rows % 2:
         p.error("--rows must be an even number >= 4")
+    args.cases = [c for c in args.cases.split(",") if c]
+    if not args.cases or any(c not in CASES for c in args.cases):
+        p.error(f"--cases takes a comma-separated list of: {', '.join(CASES)}")
+    if args.rounds < 1:
+        p.error("--rounds must be >= 1")
+    args.verdicts = []
 
     import dask
     import distributed
@@ -212,45 +231,175 @@ def main(argv: Any = None) -> int:
     print(f"| method | seconds | peak MiB/worker (rise) | notes |")
     print(f"|---|---:|---:|---|")
     for name, s, peaks, note in rows:
+        if name == "verdicts":
+            continue
         mem = " / ".join(f"{x:.0f}" for x in peaks) if peaks else "-"
         print(f"| {name} | {s:.2f} | {mem} | {note} |")
     print()
     if pk:
         print(f"pickle: len(pickle.dumps(f)) = {pk:,}, len(f.to_bytes()) = {tb:,} (difference {pk - tb} bytes)")
+    for v in args.verdicts:
+        print(f"exact dedup against Dask, {v}")
     print("all checks passed" if ok else "A CHECK FAILED")
     return 0 if ok else 1
 
 
-def exact_section(args: argparse.Namespace, rows: List[Any], parts: List[Tuple[int, int]]) -> bool:
-    """cuckoo.dask.dedup(exact=True) and Dask's drop_duplicates on keys repeated 1..max times."""
+# ---- the exact section: both regimes, interleaved rounds, medians, a verdict ----
+
+CASES = {"few": "keys repeated 1..--max-repeats times (the issue's case: few distinct keys)",
+         "many": "keys repeated 1..--many-repeats times (millions of distinct keys)"}
+
+
+def load_partition(bounds_: Tuple[int, int], path: str, kind: str) -> Any:
+    """Rows lo..hi of a case's key ids, saved once by the client (every cluster reads the same data)."""
+    import pandas as pd
+
+    lo, hi = bounds_
+    ids = np.array(np.load(path, mmap_mode="r")[lo:hi])
+    return pd.DataFrame({"key": to_keys(ids, kind), "pos": np.arange(lo, hi, dtype=np.int64)},
+                        index=pd.RangeIndex(lo, hi))
+
+
+def worker_reset() -> Tuple[int, float]:
+    """On a worker, before a timed method: return freed memory to the OS, reset the peak RSS
+    (VmHWM, Linux /proc/self/clear_refs), and report (RSS, CPU seconds) now."""
+    import ctypes
+    import gc
+
+    import psutil
+
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except OSError:  # pragma: no cover - not glibc
+        pass
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    p = psutil.Process()
+    t = p.cpu_times()
+    return p.memory_info().rss, t.user + t.system
+
+
+def worker_peak() -> Tuple[int, float]:
+    """On a worker, after a timed method: (peak RSS since worker_reset, CPU seconds now)."""
+    import psutil
+
+    with open("/proc/self/status") as f:
+        hwm = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
+    t = psutil.Process().cpu_times()
+    return hwm, t.user + t.system
+
+
+def loadavg() -> float:
+    with open("/proc/loadavg") as f:
+        return float(f.read().split()[0])
+
+
+def measure(args: argparse.Namespace, parts: List[Tuple[int, int]], path: str, method: str, check: Any) -> Dict[str, Any]:
+    """One fresh 2-worker cluster: the data persisted, the method warmed up on a tiny frame (imports
+    on the client and the workers), then the method timed over the data. Returns wall seconds, CPU
+    seconds (workers + this process, which runs the scheduler), the peak RSS rise of each worker
+    above its RSS when the method started (exact: VmHWM, not sampled), the load average, and
+    check(result) computed untimed."""
     import dask.dataframe as dd
     import pandas as pd
+    import psutil
     from distributed import wait
 
     import cuckoo.dask as cd
 
-    n, kind, most = args.rows, args.key, args.max_repeats
-
-    def make(client: Any) -> Any:
-        return dd.from_map(repeated_partition, parts, n=n, kind=kind, seed=args.seed, most=most,
-                           enforce_metadata=False)
-
-    def run_exact(client: Any, ddf: Any) -> Any:
-        out = cd.dedup(ddf, "key", exact=True, shards=args.shards).persist()
+    def run(ddf: Any) -> Any:
+        if method == "cuckoo":
+            out = cd.dedup(ddf, "key", exact=True, shards=args.shards)
+        else:
+            out = ddf.drop_duplicates(subset="key", keep="first")
+        out = out.persist()
         wait(out)
         return out
 
-    res = on_cluster(args, make, run_exact, lambda out: out["pos"].compute().to_numpy())
-    all_keys = to_keys(repeated_ids(n, 0, n, args.seed, most), kind)
-    first = np.flatnonzero(~pd.Series(all_keys).duplicated(keep="first").to_numpy())
-    equal = bool(np.array_equal(res["out"], first))
-    rows.append(("cuckoo.dask.dedup(exact=True) (cluster)", res["seconds"], res["peaks"],
-                 f"kept {len(res['out']):,} of {n:,} (keys repeated 1..{most}); == pandas drop_duplicates: {equal}"))
+    cluster, client = start_cluster(args)
+    try:
+        ddf = dd.from_map(load_partition, parts, path=path, kind=args.key, enforce_metadata=False).persist()
+        wait(ddf)
+        tiny = pd.DataFrame({"key": to_keys(np.arange(64) % 8, args.key), "pos": np.arange(64)})
+        run(dd.from_pandas(tiny, npartitions=len(parts), sort=False)).compute()  # warm-up
+        load0 = loadavg()
+        before = client.run(worker_reset)
+        me = psutil.Process()
+        c0 = sum(me.cpu_times()[:2])
+        t0 = time.perf_counter()
+        out = run(ddf)
+        seconds = time.perf_counter() - t0
+        c1 = sum(me.cpu_times()[:2])
+        after = client.run(worker_peak)
+        load1 = loadavg()
+        rises = [(after[w][0] - before[w][0]) / 2**20 for w in sorted(before)]
+        cpu = sum(after[w][1] - before[w][1] for w in before) + (c1 - c0)
+        return {"seconds": seconds, "cpu": cpu, "peaks": rises, "load": (load0, load1), "check": check(out)}
+    finally:
+        client.close()
+        cluster.close()
 
-    res = on_cluster(args, make, run_drop_duplicates, len)
-    rows.append(("dask drop_duplicates (cluster)", res["seconds"], res["peaks"],
-                 f"kept {res['out']:,} (same data)"))
-    return equal
+
+def exact_section(args: argparse.Namespace, rows: List[Any], parts: List[Tuple[int, int]]) -> bool:
+    """cuckoo.dask.dedup(exact=True) against Dask's drop_duplicates, per case, --rounds interleaved
+    rounds on fresh clusters (the order of the two methods alternating), medians, and a verdict."""
+    import os
+    import statistics
+    import tempfile
+
+    import pandas as pd
+
+    n, kind = args.rows, args.key
+    ok = True
+    verdicts = []
+    with tempfile.TemporaryDirectory(prefix="cuckoo-dask-bench-") as tmp:
+        data = {}
+        for case in args.cases:
+            most = args.max_repeats if case == "few" else args.many_repeats
+            ids = repeated_ids(n, 0, n, args.seed, most)
+            path = os.path.join(tmp, f"{case}.npy")
+            np.save(path, ids)
+            first = np.flatnonzero(~pd.Series(to_keys(ids, kind)).duplicated(keep="first").to_numpy())
+            data[case] = (path, first, most)
+            print(f"# case {case}: {n:,} rows, keys repeated 1..{most} times (uniform), {len(first):,} distinct")
+        results: Dict[Tuple[str, str], List[Dict[str, Any]]] = {}
+        for r in range(args.rounds):
+            for case in args.cases:
+                path, first, most = data[case]
+                order = ["cuckoo", "dask"] if r % 2 == 0 else ["dask", "cuckoo"]
+                for method in order:
+                    if method == "cuckoo" and r == 0:  # the answer, checked once per case (untimed)
+                        check = lambda out, first=first: bool(np.array_equal(out["pos"].compute().to_numpy(), first))
+                    else:
+                        check = lambda out: None
+                    res = measure(args, parts, path, method, check)
+                    results.setdefault((case, method), []).append(res)
+                    if res["check"] is False:
+                        ok = False
+                    print(f"# round {r + 1} {case:4s} {method:6s}: {res['seconds']:.2f} s, CPU {res['cpu']:.2f} s, "
+                          f"peak rise " + " / ".join(f"{x:.0f}" for x in res["peaks"]) +
+                          f" MiB, load {res['load'][0]:.1f}-{res['load'][1]:.1f}" +
+                          ("" if res["check"] is None else f", == pandas drop_duplicates: {res['check']}"), flush=True)
+    med = statistics.median
+    for case in args.cases:
+        _, first, most = data[case]
+        stat = {}
+        for method, name in (("cuckoo", "cuckoo.dask.dedup(exact=True)"), ("dask", "ddf.drop_duplicates(subset='key')")):
+            rs = results[(case, method)]
+            stat[method] = (med(x["seconds"] for x in rs), med(x["cpu"] for x in rs), med(max(x["peaks"]) for x in rs))
+            loads = [v for x in rs for v in x["load"]]
+            rows.append((f"{case}: {name}", stat[method][0], [stat[method][2]],
+                         f"median of {len(rs)}; CPU {stat[method][1]:.2f} s; load {min(loads):.1f}-{max(loads):.1f}; "
+                         f"{len(first):,} distinct of {n:,} (repeats 1..{most})"))
+        (cs, cc, cm), (ds, dc, dm) = stat["cuckoo"], stat["dask"]
+        faster, leaner = cs < ds, cm < dm
+        verdicts.append(f"{case}: time {cs:.2f} s vs {ds:.2f} s ({cs / ds:.2f}x, CPU {cc / dc:.2f}x): "
+                        f"{'FASTER' if faster else 'NOT FASTER'}; peak/worker {cm:.0f} vs {dm:.0f} MiB: "
+                        f"{'LOWER' if leaner else 'NOT LOWER'} -> target {'MET' if faster and leaner else 'NOT MET'}")
+    rows.append(("verdicts", 0.0, [], ""))
+    args.verdicts = verdicts
+    return ok
 
 
 def filter_sections(args: argparse.Namespace, rows: List[Any], parts: List[Tuple[int, int]]) -> bool:

@@ -43,6 +43,23 @@ def read_all(reader, size=65_536):
         parts.append(chunk)
 
 
+def read_pipe(reader):
+    """Everything left in the reader, read through its fileno() pipe to EOF (as the native
+    pipeline reads it), then check() (raises what the decompressing thread met) and close()."""
+    fd = reader.fileno()
+    parts = []
+    try:
+        while True:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            parts.append(chunk)
+        reader.check()
+    finally:
+        reader.close()
+    return b"".join(parts)
+
+
 @pytest.mark.parametrize("fmt", list(COMPRESS))
 def test_input_recognised_by_magic_whatever_its_name(fmt, tmp_path):
     path = tmp_path / "events.txt"  # no suffix says what it is
@@ -97,16 +114,7 @@ def test_corrupt_or_truncated_input_raises_not_ends(fmt):
 @pytest.mark.parametrize("fmt", list(COMPRESS))
 def test_fileno_is_a_pipe_of_the_decompressed_bytes(fmt):
     r = cz.open_input(io.BytesIO(COMPRESS[fmt](DATA)))
-    fd = r.fileno()
-    parts = []
-    while True:
-        chunk = os.read(fd, 1 << 16)
-        if not chunk:
-            break
-        parts.append(chunk)
-    r.check()
-    r.close()
-    assert b"".join(parts) == DATA
+    assert read_pipe(r) == DATA
 
 
 def test_close_early_stops_the_thread():
@@ -200,27 +208,15 @@ def test_magic_numbers_of_every_format():
 def test_fileno_after_reads_carries_on_where_they_stopped():
     r = cz.open_input(io.BytesIO(gzip.compress(DATA)))
     head = r.read(1000) + r.read(70_000)
-    fd = r.fileno()
-    parts = [head]
-    while True:
-        chunk = os.read(fd, 1 << 16)
-        if not chunk:
-            break
-        parts.append(chunk)
-    r.check()
-    r.close()
-    assert b"".join(parts) == DATA
+    assert head + read_pipe(r) == DATA
 
 
 def test_corrupt_data_through_the_pipe_is_raised_by_check():
     good = gzip.compress(DATA)
     r = cz.open_input(io.BytesIO(good[: len(good) // 2]), "half.gz")
-    fd = r.fileno()
-    while os.read(fd, 1 << 16):
-        pass
     with pytest.raises(ValueError, match="half.gz: gzip data is corrupt or truncated"):
-        r.check()
-    r.close()
+        read_pipe(r)
+    assert not r._thread.is_alive()
 
 
 def test_close_while_the_pipe_is_full_does_not_hang():

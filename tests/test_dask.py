@@ -29,7 +29,11 @@ def client():
     # Worker processes (not threads): every filter really crosses a process boundary by pickle.
     with dask.config.set({"distributed.worker.daemon": False}):
         cluster = LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40,
+            # No dashboard, but the scheduler's HTTP server (/health, /metrics) still binds a port:
+            # a free one, not the default 8787, which another suite or cluster on the machine may
+            # hold (the "port in use" warning is an error here).
+            scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
         )
     c = Client(cluster)
     try:
@@ -342,3 +346,67 @@ def test_exact_dedup_bad_arguments():
         cd.dedup(ddf, "k", shards=2)
     with pytest.raises(TypeError, match="exact must be a bool"):
         cd.dedup(ddf, "k", exact=1)
+
+
+def _exact_equals_pandas(pdf, column, npartitions, shards=None):
+    ddf = dd.from_pandas(pdf, npartitions=npartitions, sort=False)
+    got = cd.dedup(ddf, column, exact=True, shards=shards).compute()
+    # Of the computed frame (Dask may change dtypes: object columns of str become strings).
+    pd.testing.assert_frame_equal(got, ddf.compute().drop_duplicates(subset=column, keep="first"))
+    return got
+
+
+@pytest.mark.parametrize("dtype", ["string[pyarrow]", "Int64", "object"])
+def test_exact_dedup_missing_keys_count_as_pandas_counts_them(client, dtype):
+    # A Store refuses missing values (ValueError before this was handled); pandas keeps the first
+    # NA row (NA equal to NA) and, in an object column, None apart from NaN.
+    rng = np.random.default_rng(7)
+    base = rng.integers(0, 40, size=600)
+    values = pd.Series(base, dtype="Int64") if dtype == "Int64" else pd.Series(base.astype(str), dtype=dtype)
+    values = values.astype(object) if dtype == "object" else values
+    nulls = rng.choice(600, size=60, replace=False)
+    for j, i in enumerate(nulls):
+        values.iloc[i] = (None if j % 2 else np.nan) if dtype == "object" else pd.NA
+    pdf = pd.DataFrame({"k": values, "pos": np.arange(600)})
+    # Dask turns object columns of str into string[pyarrow] (None and NaN both NA) unless told not to.
+    with dask.config.set({"dataframe.convert-string": dtype != "object"}):
+        got = _exact_equals_pandas(pdf, "k", 7, shards=3)
+    assert int(got["k"].isna().sum()) == (2 if dtype == "object" else 1)
+
+
+def test_exact_dedup_one_partition_and_all_keys_in_one_shard(client):
+    keys = _repeated_keys(400, 51, most=5)
+    pdf, _ = _frame(keys, 1)
+    _exact_equals_pandas(pdf, "k", 1)
+    # Only keys whose hash sends them to shard 0 of 4: three shards get nothing at all.
+    h = pd.util.hash_array(keys) % np.uint64(4)
+    one = keys[h == 0]
+    assert len(np.unique(one)) > 50
+    pdf, _ = _frame(one, 5)
+    _exact_equals_pandas(pdf, "k", 5, shards=4)
+    _exact_equals_pandas(pdf.iloc[:0], "k", 3, shards=4)  # no rows at all
+
+
+def test_exact_dedup_several_key_columns(client):
+    rng = np.random.default_rng(61)
+    n = 3_000
+    pdf = pd.DataFrame({
+        "a": rng.integers(0, 12, n),
+        "b": pd.Series(rng.choice(["x", "y", "", "xy", "é"], n), dtype="string[pyarrow]"),
+        "c": pd.Series(rng.integers(0, 3, n).astype(np.uint64)),
+        "pos": np.arange(n),
+    })
+    # Fields whose bytes run together the same way must stay apart: ("x", "y") is not ("xy", "").
+    pdf.loc[5, ["a", "b"]] = [1, "xy"]
+    pdf.loc[6, ["a", "b"]] = [1, "x"]
+    pdf["b2"] = pdf["b"].astype(object).where(pdf["pos"] % 97 != 0, None)  # some missing fields
+    _exact_equals_pandas(pdf, ["a", "b"], 6)
+    _exact_equals_pandas(pdf, ["b", "a", "c"], 4, shards=2)
+    _exact_equals_pandas(pdf, ["a", "b2"], 5)
+    _exact_equals_pandas(pdf, ("c",), 3)
+    with pytest.raises(ValueError, match="need exact=True"):
+        cd.dedup(dd.from_pandas(pdf, npartitions=2), ["a", "b"])
+    with pytest.raises(KeyError, match="'nope'"):
+        cd.dedup(dd.from_pandas(pdf, npartitions=2), ["a", "nope"], exact=True)
+    with pytest.raises(ValueError, match="names no key column"):
+        cd.dedup(dd.from_pandas(pdf, npartitions=2), [], exact=True)

@@ -175,9 +175,9 @@ def filter_state(f, probes):
     return (len(f), f.to_bytes(), tuple(f.contains_many(probes)))
 
 
-def filter_at_growth(seed=7):
+def filter_at_growth(seed=7, expansion=None):
     """A growable filter whose next new key makes it grow, and the keys in it."""
-    f = cuckoo.Filter(1000, fpr=0.01, growable=True, seed=seed)
+    f = cuckoo.Filter(1000, fpr=0.01, growable=True, seed=seed, expansion=expansion)
     k = 0
     while True:
         g = f.copy()
@@ -197,16 +197,23 @@ def probes():
     return np.arange(-50, 3000, 7, dtype=np.int64)
 
 
-def test_filter_scalar_growth_fails_cleanly(probes):
-    f, k = filter_at_growth()
+# Every growth factor (issue 30's expansion=): 1 adds stages the size of the first, 3 grows like 4
+# (stages nest on powers of two), None is the default 2. Each allocates its stages on its own path.
+EXPANSIONS = [None, 1, 3, 4]
+
+
+@pytest.mark.parametrize("expansion", EXPANSIONS)
+def test_filter_scalar_growth_fails_cleanly(probes, expansion):
+    f, k = filter_at_growth(expansion=expansion)
     before = stage_count(f)
     sites = sweep(lambda: filter_state(f, probes), lambda: f.add(k))
     assert sites >= 1 and stage_count(f) == before + 1 and k in f
 
 
+@pytest.mark.parametrize("expansion", EXPANSIONS)
 @pytest.mark.parametrize("method", ["add_many", "add_unique_many"])
-def test_filter_growth_inside_bulk_calls_fails_cleanly(probes, method):
-    f, k = filter_at_growth()
+def test_filter_growth_inside_bulk_calls_fails_cleanly(probes, method, expansion):
+    f, k = filter_at_growth(expansion=expansion)
     before = stage_count(f)
     keys = np.arange(k, k + 5000, dtype=np.int64)  # three more stages' worth
     sites = sweep(lambda: filter_state(f, probes), lambda: getattr(f, method)(keys))
@@ -214,10 +221,12 @@ def test_filter_growth_inside_bulk_calls_fails_cleanly(probes, method):
     assert f.contains_many(keys).all()
 
 
-def test_filter_copy_merge_and_load_fail_cleanly(tmp_path, probes):
-    f, k = filter_at_growth()
+@pytest.mark.parametrize("expansion", EXPANSIONS)
+def test_filter_copy_merge_and_load_fail_cleanly(tmp_path, probes, expansion):
+    f, k = filter_at_growth(expansion=expansion)
     f.add_many(np.arange(k, k + 3000))
-    other = cuckoo.Filter(1000, fpr=0.01, growable=True, seed=7)
+    assert f.expansion == (expansion or 2)
+    other = cuckoo.Filter(1000, fpr=0.01, growable=True, seed=7, expansion=expansion)
     other.add_many(np.arange(10**6, 10**6 + 3000))
     state = lambda: filter_state(f, probes)  # noqa: E731
     assert sweep(state, f.copy) >= stage_count(f)
