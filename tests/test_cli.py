@@ -430,6 +430,21 @@ def test_distinct_estimate():
     assert cli.distinct_estimate([], 10, False) == 0
 
 
+def test_distinct_estimate_of_keys_repeating_a_few_times_each():
+    """10^7 lines drawn uniformly from 5*10^6 ids (4.32 M distinct: benchmarks/dedup.py's
+    inputs), sampled as the sizing samples them (~50,000 lines): the estimate was N f1/n = 9.9 M
+    (a filter twice the size it needs); Chao's estimate caps it near the ids' 5 M."""
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    n_lines, ids = 10**7, 5 * 10**6
+    distinct = ids * (1 - np.exp(-n_lines / ids))
+    for n in (20_000, 50_000):
+        sample = [b"%d" % k for k in rng.integers(0, ids, size=n).tolist()]
+        est = cli.distinct_estimate(sample, n_lines, False)
+        assert 0.8 * distinct <= est <= 1.6 * distinct, (n, est)
+
+
 def test_dedup_progress_only_when_asked():
     data = b"".join(b"%d\n" % (i % 1000) for i in range(5000))
     quiet = run("dedup", input=data, check=0)

@@ -31,20 +31,33 @@ def _sample_keys(data: bytes, whole_start: bool, whole_end: bool) -> List[bytes]
     return [k[:-1] if k.endswith(b"\r") else k for k in lines]
 
 
+# Keys seen exactly twice in a sample before Chao's estimate caps N f1/n (its relative error is
+# about 1/sqrt(f2)).
+CHAO_MIN_PAIRS = 10
+
+
 def distinct_estimate(sample: List[bytes], total_lines: float, complete: bool) -> float:
     """Distinct keys of an input of about `total_lines` lines from a sample of its keys (all of
     them when `complete`). The largest of: the distinct keys seen; Chao and Charikar's GEE,
-    sqrt(N/n) f1 + (d - f1) (f1 keys seen once, d seen at all), whose ratio error is bounded by
-    sqrt(N/n); and N f1/n (a sample of mostly single keys says the input is mostly distinct).
-    Never more than the lines. An underestimate only costs a growable filter a few stages."""
+    sqrt(N/n) f1 + (d - f1) (f1 keys seen once, f2 twice, d seen at all), whose ratio error is
+    bounded by sqrt(N/n); and N f1/n (a sample of mostly single keys says the input is mostly
+    distinct), capped by Chao's bias-corrected estimate d + f1 (f1 - 1) / (2 (f2 + 1)) once keys
+    repeat inside the sample (f2 >= CHAO_MIN_PAIRS, so that it is not noise): a small sample of an input whose keys repeat a few times each is
+    mostly single keys too, and N f1/n then said 9.9 M for 10^7 lines of 4.3 M distinct (the
+    filter twice the size, out of cache), where Chao's says 4.9-8.8 M. Never more than the
+    lines. An underestimate only costs a growable filter a few stages."""
     if complete or not sample:
         return float(len(set(sample)))
     counts = collections.Counter(sample)
     n, d = len(sample), len(counts)
     f1 = sum(1 for c in counts.values() if c == 1)
+    f2 = sum(1 for c in counts.values() if c == 2)
     scale = max(total_lines / n, 1.0)
     gee = math.sqrt(scale) * f1 + (d - f1)
-    return min(max(float(d), gee, total_lines * f1 / n), max(total_lines, float(d)))
+    mostly_distinct = total_lines * f1 / n
+    if f2 >= CHAO_MIN_PAIRS:
+        mostly_distinct = min(mostly_distinct, d + f1 * (f1 - 1) / (2.0 * (f2 + 1)))
+    return min(max(float(d), gee, mostly_distinct), max(total_lines, float(d)))
 
 
 def estimate_keys(sources: List[Source], block: int) -> Tuple[int, bool]:
