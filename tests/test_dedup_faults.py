@@ -197,3 +197,33 @@ def test_allocation_failure_at_each_site_raises_memoryerror_and_records_only_wri
     # The sweep reached the pipeline's buffers, not only the table or store (without their hooks it
     # ends at 2, 13 and 6 here).
     assert n > {"filter": 8, "exact": 18, "store": 12}[mode]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("mode", [["--fpr", "1e-8"], ["--exact"]])
+def test_ctrl_c_stops_a_run_whose_output_stalls(tmp_path, infile, threads, mode):
+    """Nobody reads the output pipe: the write (with 2 threads, the writer thread's) waits, the
+    applying thread fills the writer's queue and waits too, looking at the signals; Ctrl-C then
+    ends the run with exit 130, the writer thread stopped with it. (The writer, which blocks every
+    signal, sat in a write() no EINTR ends and the run hung at the join.)"""
+    import signal
+    import time
+
+    big = tmp_path / "big.txt"
+    big.write_bytes(infile.read_bytes() * 20)
+    proc = subprocess.Popen([sys.executable, "-m", "cuckoo", "dedup", *mode, "-q", "--threads", str(threads),
+                             "--block-size", "65536", str(big)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    try:
+        first = proc.stdout.read(1)  # the run has started writing; now the pipe fills and stalls
+        time.sleep(1.0)
+        assert proc.poll() is None
+        proc.send_signal(signal.SIGINT)
+        err = proc.stderr.read()
+        proc.wait(timeout=60)  # (a hang guard, not a time limit)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.stdout.close()
+        proc.stderr.close()
+    assert first and proc.returncode == 130 and b"interrupted" in err, err

@@ -26,9 +26,11 @@
 #if !defined(_WIN32)
 
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -495,11 +497,21 @@ private:
     // ---- writing ----
     // wait(now) runs while a write waits for the fd, and with now = true after EINTR (the calling
     // thread: maybe_tick; the writer, which blocks every signal: a check of stop_).
+    // `writer`: called from the writer thread, which blocks every signal, so that no EINTR
+    // would ever end a write() that blocks on a pipe nobody reads: it writes such fds (all but
+    // regular files) PIPE_BUF bytes at a time after poll() said POLLOUT, which a pipe takes
+    // without blocking, and so sees stop_ within a tick.
     template <class Wait>
-    void write_block(Block& b, size_t k, Wait&& wait) {
+    void write_block(Block& b, size_t k, Wait&& wait, bool writer = false) {
         const bool final = b.last_input && b.virtual_nl && k == b.lines();
-        if (out_fd_ >= 0) gather_and_write(b, k, true, final, out_fd_, 1, wait);
-        if (dropped_fd_ >= 0) gather_and_write(b, k, false, final, dropped_fd_, 2, wait);
+        if (out_fd_ >= 0) gather_and_write(b, k, true, final, out_fd_, 1, wait, writer ? chunk_of(out_fd_) : 0);
+        if (dropped_fd_ >= 0)
+            gather_and_write(b, k, false, final, dropped_fd_, 2, wait, writer ? chunk_of(dropped_fd_) : 0);
+    }
+    static size_t chunk_of(int fd) {
+        struct stat st;
+        if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) return 0;  // 0: no limit
+        return PIPE_BUF;
     }
 
     // The writer thread (write_behind): takes applied blocks in order and writes them. A failed
@@ -520,7 +532,7 @@ private:
                     to_write_.pop_front();
                 }
                 if (!w.block) break;  // the end: all written
-                write_block(*w.block, w.k, wait);
+                write_block(*w.block, w.k, wait, /*writer=*/true);
                 recycle(std::move(w.block));
                 write_cv_.notify_all();  // room in the queue
             }
@@ -571,7 +583,8 @@ private:
     // few write() calls as the fd takes. `final`: the block ends the input with a virtual '\n',
     // which is not written.
     template <class Wait>
-    void gather_and_write(const Block& b, size_t k, bool kept, bool final, int fd, int side, Wait&& wait) {
+    void gather_and_write(const Block& b, size_t k, bool kept, bool final, int fd, int side, Wait&& wait,
+                          size_t chunk) {
         out_.size = 0;
         const unsigned char* p = b.data.p.get();
         size_t run_start = 0;
@@ -591,13 +604,14 @@ private:
         }
         if (in_run) out_.append(p + run_start, (k ? b.line_end[k - 1] : 0) - run_start);
         if (final && last_sel == k - 1 && out_.size) --out_.size;
-        write_all(fd, out_.p.get(), out_.size, side, wait);
+        write_all(fd, out_.p.get(), out_.size, side, wait, chunk);
     }
+    // `chunk` (0: none): the most bytes one write() takes.
     template <class Wait>
-    void write_all(int fd, const unsigned char* data, size_t n, int side, Wait&& wait) {
+    void write_all(int fd, const unsigned char* data, size_t n, int side, Wait&& wait, size_t chunk) {
         while (n) {
             wait_ready(fd, POLLOUT, opt_.tick_every, [&] { wait(false); });
-            const ssize_t w = ::write(fd, data, std::min<size_t>(n, size_t(1) << 30));
+            const ssize_t w = ::write(fd, data, std::min<size_t>(n, chunk ? chunk : size_t(1) << 30));
             if (w < 0) {
                 if (errno == EINTR) {
                     wait(true);
