@@ -479,6 +479,17 @@ def _keep_rows(part: Any, index: int, *decided: List[np.ndarray]) -> Any:
     return part[mask]
 
 
+def _worker_addresses() -> List[str]:
+    """The workers of the active distributed client, sorted (none without one)."""
+    client = _active_client()
+    if client is None:
+        return []
+    try:
+        return sorted(client.scheduler_info().get("workers", {}))
+    except Exception:  # pragma: no cover - a client that cannot say
+        return []
+
+
 def _default_shards(partitions: int) -> int:
     """Two shards per worker of the active distributed client (4 without one), at most one per
     partition: enough to keep every worker busy; each more is one more task that reads every
@@ -509,10 +520,15 @@ def _dedup_exact(collection: Any, column: Optional[str], shards: Optional[int]) 
         dask.delayed(_split_by_shard, pure=True)(part, column, shards, dask_key_name=f"cuckoo-dedup-split-{i}-{token}")
         for i, part in enumerate(parts)
     ]
-    decided = [
-        dask.delayed(_shard_dedup, pure=True)(s, *split, dask_key_name=f"cuckoo-dedup-shard-{s}-{token}")
-        for s in range(shards)
-    ]
+    # Each shard reads every split, so the scheduler sees no data to place it by and put all of
+    # them on one worker (10^7 rows, 5 * 10^6 distinct keys: one worker busy, the other idle, and
+    # slower than drop_duplicates). On a distributed client they are spread over the workers in
+    # turn (a preference: allow_other_workers).
+    workers = _worker_addresses()
+    decided = []
+    for s in range(shards):
+        with dask.annotate(**({"workers": [workers[s % len(workers)]], "allow_other_workers": True} if workers else {})):
+            decided.append(dask.delayed(_shard_dedup, pure=True)(s, *split, dask_key_name=f"cuckoo-dedup-shard-{s}-{token}"))
     kept = [
         dask.delayed(_keep_rows, pure=True)(part, i, *decided, dask_key_name=f"cuckoo-dedup-keep-{i}-{token}")
         for i, part in enumerate(parts)
