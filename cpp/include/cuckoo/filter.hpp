@@ -543,7 +543,7 @@ protected:
                                                              InsertMode mode, bool* was_new, bool& full,
                                                              Stop& should_stop) {
         const Locator loc = locator();
-        const kernels::LookupConstants c = kernels::lookup_constants(loc, probe, vector_hash_block<HashAt>());
+        const kernels::LookupConstants c = kernels::lookup_constants(loc, probe, uses_vector_hash_block(hash_at));
         unsigned char* const data = table_.mutable_data();
         const bool unique = mode == InsertMode::Unique;
         bool* const new_flags = unique ? was_new : nullptr;  // written for unique inserts only, as above

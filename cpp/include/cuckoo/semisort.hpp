@@ -16,13 +16,16 @@
 // Scalar lookups and writes decode a bucket into the plain layout (four f-bit lanes, see
 // table.hpp) with one table load (the code's nibbles already placed at the top of their lanes, a
 // table per f) and a few shifts and masks for the low bits, and from there the plain filter's
-// SWAR comparisons run unchanged. Writes decode the bucket, change one slot, sort, and encode
-// again. The decoded (sorted) order is what slot numbers refer to. The AVX2 bulk lookups and
-// counts (lookup_avx2.hpp, semi_candidates) first compare the key's low g bits with the four
-// low-bit fields of the stored bucket, which needs no table, and decode only the buckets where
-// some slot's low bits match: every bucket holding the key, and ~4/2^g of the others. Their
-// answers are the scalar ones (the C++ tests compare them, including keys whose low bits match
-// a slot whose high nibble differs).
+// SWAR comparisons run unchanged. Writes decode the bucket, change one slot and encode again,
+// keeping the lanes sorted without a sort (Decoder::replace, insert_sorted) and adding four
+// entries of a small table for the code (kCodeTerms). The decoded (sorted) order is what slot
+// numbers refer to. The AVX2 bulk lookups and counts of cache-resident tables decode four buckets
+// at once (lookup_avx2.hpp, semi_words4: a gather from the code table); those of larger tables
+// first compare the key's low g bits with the four low-bit fields of the stored bucket, which
+// needs no table, and decode only the buckets where some slot's low bits match: every bucket
+// holding the key, and ~4/2^g of the others (semi_candidates). Their answers are the scalar ones
+// (the C++ tests compare them, including keys whose low bits match a slot whose high nibble
+// differs).
 //
 // Cost (benchmarks/semisort.py, fpr 0.001 so f = 13, 50% present, shared 2-core machine, the
 // best of 7 alternating rounds per run): contains_many at 6*10^7 keys 1.09x, 1.08x and 1.12x the
