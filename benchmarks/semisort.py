@@ -2,6 +2,7 @@
 
     python benchmarks/semisort.py                  # 10^6 and 6*10^7 keys (~2 GiB, a few minutes)
     python benchmarks/semisort.py --sizes 1e6      # cache-resident size only
+    python benchmarks/semisort.py --cpu all        # every kernel level this CPU has, one after another
 
 For each size n: Filter(n, fpr=0.001) and Filter(n, fpr=0.001, semi_sort=True) (13-bit
 fingerprints in both), each filled with n uint64 keys (its capacity) by add_many, then queried
@@ -9,17 +10,20 @@ with contains_many on n keys, 50% present. Reported: bits per key at capacity, t
 the absent half, and ns per key of the fill and of the lookups, the best of --repeat rounds in
 which plain and semi-sorted take turns; the ratio semi-sorted / plain is what to compare (the
 speed of a shared machine drifts within seconds, ratios between neighbours in time do not).
+Each level (--cpu) is measured with its own plain filter: the rows "semi-sorted / plain" at a
+level are the ratios to compare. (For CPU-time ratios of every level in one process on a shared
+machine: `bench_core --levels --semi --config 13,4`, cpp/bench.)
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Callable, Sequence
 
 import numpy as np
 
 import cuckoo
+from _machine import header
 from bulk import interleaved_best  # benchmarks/bulk.py: run as `python benchmarks/semisort.py`
 
 
@@ -42,7 +46,8 @@ def bench_size(n: int, fpr: float, repeat: int) -> None:
     lookups = interleaved_best(
         {name: (lambda f=f: f.contains_many(queries)) for name, f in filters.items()}, repeat
     )
-    print(f"\nn = {n:,} keys, fpr={fpr} (f = {filters['plain'].fingerprint_bits}), b = 4, 50% present")
+    print(f"\nkernel level {cuckoo.cpu_level()}: n = {n:,} keys, fpr={fpr} (f = {filters['plain'].fingerprint_bits}),"
+          " b = 4, 50% present")
     print(f"{'buckets':<12} {'bits/key':>9} {'FPR':>9} {'fill ns/key':>12} {'lookup ns/key':>14}")
     for name, f in filters.items():
         assert len(f) == n and f.contains_many(present).all()
@@ -52,7 +57,7 @@ def bench_size(n: int, fpr: float, repeat: int) -> None:
             f" {lookups[name] / n * 1e9:14.1f}"
         )
     print(
-        f"semi-sorted / plain: contains_many {lookups['semi-sorted'] / lookups['plain']:.2f}x, "
+        f"semi-sorted / plain at {cuckoo.cpu_level()}: contains_many {lookups['semi-sorted'] / lookups['plain']:.2f}x, "
         f"add_many {fill['semi-sorted'] / fill['plain']:.2f}x"
     )
 
@@ -62,10 +67,23 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--sizes", default="1e6,6e7", help="comma-separated key counts (default 1e6,6e7)")
     parser.add_argument("--fpr", type=float, default=0.001)
     parser.add_argument("--repeat", type=int, default=5, help="rounds of each measurement (default 5)")
+    parser.add_argument("--cpu", default=None, choices=["all", "portable", "avx2", "avx512"],
+                        help="kernel level(s) to measure: one, or all this CPU has (default: the one running, "
+                             "cuckoo.cpu_level(): CUCKOO_CPU or the best)")
     args = parser.parse_args(argv)
-    print(f"cuckoo {cuckoo.__version__}, numpy {np.__version__}, python {sys.version.split()[0]}")
-    for size in (int(float(s)) for s in args.sizes.split(",")):
-        bench_size(size, args.fpr, args.repeat)
+    print(header())
+    if args.cpu is None:
+        levels = [cuckoo.cpu_level()]
+    elif args.cpu == "all":
+        levels = list(cuckoo.cpu_levels())
+    elif args.cpu in cuckoo.cpu_levels():
+        levels = [args.cpu]
+    else:
+        parser.error(f"this CPU cannot run the kernel level {args.cpu} (it runs {', '.join(cuckoo.cpu_levels())})")
+    for level in levels:
+        cuckoo._core._set_cpu_level(level)
+        for size in (int(float(s)) for s in args.sizes.split(",")):
+            bench_size(size, args.fpr, args.repeat)
 
 
 if __name__ == "__main__":

@@ -77,6 +77,10 @@ def test_merge_with_a_plain_filter_is_refused_and_changes_nothing():
 @given(xs=st.lists(st.integers(0, 300), max_size=200), ys=st.lists(st.integers(0, 300), max_size=200))
 def test_merges_of_semi_sorted_filters(xs, ys):
     """| keeps the larger count of each key, + adds them, as for plain filters."""
+    # A filter holds at most 2 x 4 copies of a key and + adds counts: at most 4 copies a side
+    # (hypothesis found xs = [0] * 9, whose ninth add raises FilterFullError by design).
+    xs = [k for i, k in enumerate(xs) if xs[:i].count(k) < 4]
+    ys = [k for i, k in enumerate(ys) if ys[:i].count(k) < 4]
     a = cuckoo.Filter(500, fingerprint_bits=16, semi_sort=True, seed=2)
     b = cuckoo.Filter(500, fingerprint_bits=16, semi_sort=True, seed=2)
     for k in xs:

@@ -3,7 +3,7 @@
 // again last, to show drift on a shared machine), and the load reached at the first failed insert.
 //
 //   bench_core [N ...] [--big] [--config F,B ...] [--repeat R] [--seed S]
-//   bench_core --levels [N ...] [--big] [--config F,B ...] [--repeat R]
+//   bench_core --levels [--semi] [N ...] [--big] [--config F,B ...] [--repeat R]
 //
 //   N            key counts (default 1000000); --big adds 60000000
 //   --config     fingerprint bits and bucket size (default: 16,4 and 12,4)
@@ -14,6 +14,8 @@
 //                (or the best level below it) as the median of the per-round ratios: the level
 //                ratios of a shared machine, whose speed drifts within seconds, measured side by side
 //                (and timed by the thread's CPU time where POSIX has it, not wall time)
+//   --semi       with --levels: a semi-sorted filter beside the plain one (b = 4, f <= 16), with
+//                its ratio to the plain one at the same level (median of the per-round ratios)
 //
 // Keys are the integers 0..N-1 (present) and 2^63 + i (absent), hashed with the filter's seeded
 // XXH64 exactly as the Python binding hashes int keys. Timings are wall-clock
@@ -238,17 +240,27 @@ struct BlockIntKeys {
 
 // --levels: each bulk loop at every level this CPU has, the levels taking turns in every round.
 // Lookups are of n keys, half present; inserts fill an empty filter with n keys (to the design
-// load). Keys are hashed as the binding hashes integer arrays (XXH3, a block at a time). Prints per level the median ns per key and the median over rounds of the ratio to the
-// reference level (AVX2 if the CPU has it) measured in the same round.
-bool run_levels(uint64_t n, Config c, unsigned rounds, uint64_t seed) {
+// load). Keys are hashed as the binding hashes integer arrays (XXH3, a block at a time). Prints per
+// level the median ns per key and the median over rounds of the ratio to the reference level (AVX2
+// if the CPU has it) measured in the same round. With `semi` (--semi, b = 4 and f <= 16 only), a
+// semi-sorted filter for n keys takes its turn right after the plain one in every round and level,
+// and its rows give the median of the per-round ratios semi-sorted / plain at the same level.
+bool run_levels(uint64_t n, Config c, unsigned rounds, uint64_t seed, bool semi) {
     std::vector<cuckoo::CpuLevel> levels;
     for (int k = 0; k < cuckoo::kCpuLevelCount; ++k)
         if (cuckoo::cpu_supports(static_cast<cuckoo::CpuLevel>(k))) levels.push_back(static_cast<cuckoo::CpuLevel>(k));
     const cuckoo::CpuLevel before = cuckoo::cpu_level();
     const size_t ref = std::min<size_t>(1, levels.size() - 1);  // avx2, else portable
-    cuckoo::Filter proto = cuckoo::Filter::for_capacity(n, 0.5, c.f, c.b, 500, seed);
-    std::printf("n=%llu f=%u b=%u: table %.1f MiB, %u rounds, levels taking turns in each\n",
-                static_cast<unsigned long long>(n), c.f, c.b, static_cast<double>(proto.table_bytes()) / (1 << 20), rounds);
+    std::vector<cuckoo::Filter> protos;
+    protos.push_back(cuckoo::Filter::for_capacity(n, 0.5, c.f, c.b, 500, seed));
+    if (semi) protos.push_back(cuckoo::Filter::for_capacity(n, 0.5, c.f, c.b, 500, seed, cuckoo::HashAlgorithm::xxh3, true));
+    char semi_note[64] = "";
+    if (semi)
+        std::snprintf(semi_note, sizeof semi_note, " (semi-sorted %.1f MiB)",
+                      static_cast<double>(protos[1].table_bytes()) / (1 << 20));
+    std::printf("n=%llu f=%u b=%u: table %.1f MiB%s, %u rounds, levels taking turns in each\n",
+                static_cast<unsigned long long>(n), c.f, c.b, static_cast<double>(protos[0].table_bytes()) / (1 << 20),
+                semi_note, rounds);
     // Keys as the binding hands integer arrays to the core: hashed a block at a time by the vector
     // hash of the level (hash_ints_block), and declared so (see cuckoo::vector_hash_block).
     std::vector<uint64_t> present_keys(n), mixed_keys(n);
@@ -256,37 +268,46 @@ bool run_levels(uint64_t n, Config c, unsigned rounds, uint64_t seed) {
         present_keys[i] = i;
         mixed_keys[i] = i & 1 ? kAbsentBase + i : i / 2;  // half present, half absent, interleaved
     }
-    BlockIntKeys present{&proto, present_keys.data()}, mixed{&proto, mixed_keys.data()};
     const auto never = [] { return false; };
-    cuckoo::Filter filled = proto;
-    bool full = false;
-    bool ok = filled.insert_batch(n, present, cuckoo::Filter::InsertMode::Always, nullptr, full, never) == n;
+    bool ok = true, full = false;
+    std::vector<cuckoo::Filter> filled;
+    for (const cuckoo::Filter& proto : protos) {
+        filled.push_back(proto);
+        BlockIntKeys present{&proto, present_keys.data()};
+        ok &= filled.back().insert_batch(n, present, cuckoo::Filter::InsertMode::Always, nullptr, full, never) == n;
+    }
     std::vector<uint8_t> out(n);
     const char* names[] = {"insert_batch, n keys into an empty filter", "contains_batch, 50% present",
                            "count_batch, 50% present"};
     constexpr unsigned kOps = 3;
-    // ns[op][level][round]
-    std::vector<std::vector<std::vector<double>>> ns(kOps, std::vector<std::vector<double>>(levels.size()));
+    // ns[table][op][level][round]
+    std::vector<std::vector<std::vector<std::vector<double>>>> ns(
+        protos.size(), std::vector<std::vector<std::vector<double>>>(kOps, std::vector<std::vector<double>>(levels.size())));
     for (unsigned r = 0; r < rounds; ++r) {
         for (size_t l = 0; l < levels.size(); ++l) {
             cuckoo::set_cpu_level(levels[l]);
-            {
-                cuckoo::Filter fl = proto;  // allocation + zeroing outside the timed loop
-                const double t0 = thread_seconds();
-                const uint64_t done = fl.insert_batch(n, present, cuckoo::Filter::InsertMode::Always, nullptr, full, never);
-                ns[0][l].push_back((thread_seconds() - t0) * 1e9 / static_cast<double>(n));
-                ok &= done == n && fl == filled;  // every level stores the same entries
-            }
-            {
-                const double t0 = thread_seconds();
-                filled.contains_batch(n, mixed, out.data(), never);
-                ns[1][l].push_back((thread_seconds() - t0) * 1e9 / static_cast<double>(n));
-                for (uint64_t i = 0; i < n; i += 2) ok &= out[i] == 1;
-            }
-            {
-                const double t0 = thread_seconds();
-                filled.count_batch(n, mixed, out.data(), never);
-                ns[2][l].push_back((thread_seconds() - t0) * 1e9 / static_cast<double>(n));
+            for (size_t t = 0; t < protos.size(); ++t) {
+                const cuckoo::Filter& proto = protos[t];
+                BlockIntKeys present{&proto, present_keys.data()}, mixed{&proto, mixed_keys.data()};
+                {
+                    cuckoo::Filter fl = proto;  // allocation + zeroing outside the timed loop
+                    const double t0 = thread_seconds();
+                    const uint64_t done = fl.insert_batch(n, present, cuckoo::Filter::InsertMode::Always, nullptr, full, never);
+                    ns[t][0][l].push_back((thread_seconds() - t0) * 1e9 / static_cast<double>(n));
+                    ok &= done == n && fl == filled[t];  // every level stores the same entries
+                }
+                {
+                    const double t0 = thread_seconds();
+                    filled[t].contains_batch(n, mixed, out.data(), never);
+                    ns[t][1][l].push_back((thread_seconds() - t0) * 1e9 / static_cast<double>(n));
+                    for (uint64_t i = 0; i < n; i += 2) ok &= out[i] == 1;
+                }
+                {
+                    const double t0 = thread_seconds();
+                    filled[t].count_batch(n, mixed, out.data(), never);
+                    ns[t][2][l].push_back((thread_seconds() - t0) * 1e9 / static_cast<double>(n));
+                    for (uint64_t i = 0; i < n; i += 2) ok &= out[i] >= 1;
+                }
             }
         }
     }
@@ -299,11 +320,20 @@ bool run_levels(uint64_t n, Config c, unsigned rounds, uint64_t seed) {
         std::printf("  %s\n", names[op]);
         for (size_t l = 0; l < levels.size(); ++l) {
             std::vector<double> ratio;
-            for (unsigned r = 0; r < rounds; ++r) ratio.push_back(ns[op][l][r] / ns[op][ref][r]);
+            for (unsigned r = 0; r < rounds; ++r) ratio.push_back(ns[0][op][l][r] / ns[0][op][ref][r]);
             std::printf("    %-9s %8.1f ns/key (median; min %.1f)  %5.2fx %s (median of per-round ratios)\n",
-                        cuckoo::cpu_level_name(levels[l]), median(ns[op][l]),
-                        *std::min_element(ns[op][l].begin(), ns[op][l].end()), median(ratio),
+                        cuckoo::cpu_level_name(levels[l]), median(ns[0][op][l]),
+                        *std::min_element(ns[0][op][l].begin(), ns[0][op][l].end()), median(ratio),
                         cuckoo::cpu_level_name(levels[ref]));
+        }
+        if (!semi) continue;
+        for (size_t l = 0; l < levels.size(); ++l) {
+            std::vector<double> ratio;
+            for (unsigned r = 0; r < rounds; ++r) ratio.push_back(ns[1][op][l][r] / ns[0][op][l][r]);
+            std::printf("    %-9s %8.1f ns/key semi-sorted (median; min %.1f)  %5.2fx plain at %s (median of per-round ratios)\n",
+                        cuckoo::cpu_level_name(levels[l]), median(ns[1][op][l]),
+                        *std::min_element(ns[1][op][l].begin(), ns[1][op][l].end()), median(ratio),
+                        cuckoo::cpu_level_name(levels[l]));
         }
     }
     if (!ok) std::printf("  ERROR: a level stored other entries or missed a present key\n");
@@ -312,7 +342,7 @@ bool run_levels(uint64_t n, Config c, unsigned rounds, uint64_t seed) {
 }
 
 [[noreturn]] void usage() {
-    std::fprintf(stderr, "usage: bench_core [--levels] [N ...] [--big] [--config F,B ...] [--repeat R] [--seed S]\n");
+    std::fprintf(stderr, "usage: bench_core [--levels [--semi]] [N ...] [--big] [--config F,B ...] [--repeat R] [--seed S]\n");
     std::exit(2);
 }
 
@@ -323,11 +353,13 @@ int main(int argc, char** argv) {
     std::vector<Config> configs;
     int repeat = -1;
     uint64_t seed = 0;
-    bool levels = false;
+    bool levels = false, semi = false;
     for (int a = 1; a < argc; ++a) {
         const std::string arg = argv[a];
         if (arg == "--levels") {
             levels = true;
+        } else if (arg == "--semi") {
+            semi = true;
         } else if (arg == "--big") {
             sizes.push_back(60000000);
         } else if (arg == "--config" && a + 1 < argc) {
@@ -364,7 +396,7 @@ int main(int argc, char** argv) {
         for (const Config& c : configs) {
             const unsigned r = repeat > 0 ? static_cast<unsigned>(repeat) : levels ? 7u : (n >= 10000000 ? 1u : 3u);
             try {
-                ok &= levels ? run_levels(n, c, r, seed) : run(n, c, r, seed);
+                ok &= levels ? run_levels(n, c, r, seed, semi) : run(n, c, r, seed);
             } catch (const std::exception& e) {
                 std::printf("  ERROR: %s\n", e.what());
                 ok = false;

@@ -75,6 +75,7 @@ TEST_CASE(nibble_code_is_a_bijection_onto_0_3875) {
             for (uint32_t c = b; c < 16; ++c)
                 for (uint32_t d = c; d < 16; ++d) {
                     const uint32_t code = cuckoo::semisort::encode_nibbles(a, b, c, d);
+                    CHECK_EQ(code, cuckoo::semisort::encode_nibbles_by_formula(a, b, c, d));  // the term tables
                     CHECK(code < cuckoo::semisort::kCodes);
                     codes.insert(code);
                     CHECK_EQ(uint32_t(cuckoo::semisort::nibble_table().nibbles[code]), a | b << 4 | c << 8 | d << 12);
@@ -104,6 +105,44 @@ TEST_CASE(encode_decode_round_trip) {
             const uint64_t plain = d.decode(stored | junk);
             for (unsigned l = 0; l < 4; ++l) CHECK_EQ(uint32_t((plain >> (l * f)) & ((uint64_t(1) << f) - 1)), sorted[l]);
             CHECK(f * 4 == 64 || plain >> (4 * f) == 0);
+        }
+    }
+}
+
+// The writes' steps on decoded words (Decoder::remove_lane, insert_sorted, replace, encode) give
+// exactly the buckets of the sort-and-encode definition (semisort::encode), for every f, every
+// slot and random fingerprints (also equal ones, zeros, and the largest f-bit value): a write that
+// ordered lanes, moved lanes or packed bits otherwise would store another bucket (and the file
+// format would change).
+TEST_CASE(sorted_word_writes_equal_sort_and_encode) {
+    cktest::Rng rng(11);
+    for (unsigned f = cuckoo::semisort::kMinFingerprintBits; f <= cuckoo::semisort::kMaxFingerprintBits; ++f) {
+        cktest::context() = "f=" + std::to_string(f);
+        const cuckoo::semisort::Decoder d = cuckoo::semisort::Decoder::for_bits(f);
+        const uint32_t top = static_cast<uint32_t>((uint64_t(1) << f) - 1);
+        auto random_fp = [&] {
+            const uint64_t r = rng.below(8);
+            return r == 0 ? 0u : r == 1 ? top : static_cast<uint32_t>(rng.below(uint64_t(top) + 1));
+        };
+        for (int i = 0; i < 20000; ++i) {
+            uint32_t fps[4];
+            for (uint32_t& x : fps) x = random_fp();
+            if (i % 5 == 0) fps[2] = fps[1];
+            uint32_t copy[4] = {fps[0], fps[1], fps[2], fps[3]};
+            const uint64_t stored = cuckoo::semisort::encode(copy, f);  // sorts copy
+            const uint64_t plain = d.decode(stored);
+            CHECK_EQ(d.encode(plain), stored);
+            const unsigned slot = static_cast<unsigned>(rng.below(4));
+            const uint32_t fp = random_fp();
+            uint32_t changed[4] = {copy[0], copy[1], copy[2], copy[3]};
+            changed[slot] = fp;
+            const uint64_t expected = cuckoo::semisort::encode(changed, f);
+            CHECK_EQ(d.encode(d.replace(plain, slot, fp)), expected);
+            CHECK_EQ(d.replace(plain, slot, fp), d.decode(expected));
+            if (copy[0] == 0) {  // a bucket with room: insert_sorted fills its empty lane 0
+                uint32_t with_fp[4] = {fp, copy[1], copy[2], copy[3]};
+                CHECK_EQ(d.insert_sorted(plain, fp), d.decode(cuckoo::semisort::encode(with_fp, f)));
+            }
         }
     }
 }

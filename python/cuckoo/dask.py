@@ -323,8 +323,8 @@ def _apply_mask(part: Any, mask: np.ndarray) -> Any:
 #     shard the row positions and keys of those rows, in row order;
 #  2. per shard: one anonymous Store takes the shard's pieces in partition order, so its "was new"
 #     mask keeps exactly the first row of each key (every row of a key goes to the one shard);
-#     returns, per partition, the positions of the rows it keeps;
-#  3. per partition: the union of those positions over the shards selects its rows.
+#     returns, per partition, the rows it keeps as a packed bit mask;
+#  3. per partition: the OR of those masks over the shards selects its rows.
 # Only keys and positions cross between workers; a shard's Store holds its index in memory and its
 # keys in a temporary file.
 
@@ -355,8 +355,9 @@ def _row_keys(frame: Any) -> Any:
     for name in frame.columns:
         col = frame[name]
         if col.dtype.kind in "iu":
-            words = np.ascontiguousarray(col.to_numpy(dtype=np.int64 if col.dtype.kind == "i" else np.uint64), dtype=col.dtype.kind + "8").view("<i8")
-            fields.append(pa.FixedSizeBinaryArray.from_buffers(pa.binary(8), n, [None, pa.py_buffer(words)]).cast(pa.binary()))
+            words = np.ascontiguousarray(col.to_numpy(dtype=np.int64 if col.dtype.kind == "i" else np.uint64),
+                                         dtype="<i8" if col.dtype.kind == "i" else "<u8")
+            fields.append(pa.FixedSizeBinaryArray.from_buffers(pa.binary(8), n, [None, pa.py_buffer(words)]))
             continue
         arr = pa.array(col, from_pandas=True)
         if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type) or pa.types.is_string_view(arr.type):
@@ -366,7 +367,7 @@ def _row_keys(frame: Any) -> Any:
         else:
             raise TypeError(f"key column {name!r} holds {arr.type}: keys must be integers, bytes or str")
         lengths = np.ascontiguousarray(pc.binary_length(arr).to_numpy(zero_copy_only=False), dtype="<u4")
-        fields.append(pa.FixedSizeBinaryArray.from_buffers(pa.binary(4), n, [None, pa.py_buffer(lengths)]).cast(pa.large_binary()))
+        fields.append(pa.FixedSizeBinaryArray.from_buffers(pa.binary(4), n, [None, pa.py_buffer(lengths)]))
         fields.append(arr)
     fields = [f.cast(pa.large_binary()) for f in fields]
     return pc.binary_join_element_wise(*fields, pa.scalar(b"", pa.large_binary())) if len(fields) > 1 else fields[0]
@@ -414,7 +415,8 @@ def _split_by_shard(part: Any, column: Optional[str], shards: int) -> List[Any]:
     # Only a key's first row in its partition can be its first row overall: the other rows are
     # dropped here, and only the candidates go to the shards (a combiner, as drop_duplicates does
     # per chunk). With keys that repeat, that is a small part of the rows.
-    candidates = np.flatnonzero(~keys.duplicated(keep="first").to_numpy())
+    # Positions as int32 where they fit: 12 bytes a candidate to ship instead of 16 (int keys).
+    candidates = np.flatnonzero(~keys.duplicated(keep="first").to_numpy()).astype(np.int32 if rows < 2**31 else np.int64)
     cand = keys.take(candidates).reset_index(drop=True)
     nulls = _NO_NULLS
     missing = cand.isna().to_numpy()
@@ -423,7 +425,7 @@ def _split_by_shard(part: Any, column: Optional[str], shards: int) -> List[Any]:
     if missing.any():
         # A Store takes no missing values; pandas counts them as keys (NA equal to NA, and in an
         # object column None apart from NaN). Shard 0 decides them with pandas itself.
-        nulls = (candidates[missing].astype(np.int64), cand[missing].reset_index(drop=True))
+        nulls = (candidates[missing], cand[missing].reset_index(drop=True))
         candidates, cand = candidates[~missing], cand[~missing].reset_index(drop=True)
     shard = _shard_of(cand, shards)
     order = np.argsort(shard, kind="stable")  # row order within each shard
@@ -431,7 +433,7 @@ def _split_by_shard(part: Any, column: Optional[str], shards: int) -> List[Any]:
     out = []
     for s, (lo, hi) in enumerate(zip(np.concatenate([[0], ends[:-1]]), ends)):
         idx = order[lo:hi]
-        piece = (candidates[idx].astype(np.int64), _store_keys(cand.take(idx).reset_index(drop=True)))
+        piece = (candidates[idx], _store_keys(cand.take(idx).reset_index(drop=True)))
         out.append((rows, piece, nulls if s == 0 else _NO_NULLS))
     return out
 
@@ -477,11 +479,22 @@ def _keep_rows(part: Any, index: int, *decided: List[np.ndarray]) -> Any:
     return part[mask]
 
 
+def _worker_addresses() -> List[str]:
+    """The workers of the active distributed client, sorted (none without one)."""
+    client = _active_client()
+    if client is None:
+        return []
+    try:
+        return sorted(client.scheduler_info().get("workers", {}))
+    except Exception:  # pragma: no cover - a client that cannot say
+        return []
+
+
 def _default_shards(partitions: int) -> int:
     """Two shards per worker of the active distributed client (4 without one), at most one per
-    partition: enough to keep every worker busy; more only add graph tasks (partitions x shards
-    pieces), which on a 2-worker cluster cost more than they gain (10^7 rows, 16 partitions:
-    16 shards 1.57 s, 4 shards 1.14 s, 2 shards 1.30 s, benchmarks/dask_dedup.py)."""
+    partition: enough to keep every worker busy; each more is one more task that reads every
+    partition's split (measured with the earlier graph of partitions x shards pieces, 10^7 rows,
+    16 partitions: 16 shards 1.57 s, 4 shards 1.14 s, 2 shards 1.30 s, benchmarks/dask_dedup.py)."""
     client = _active_client()
     workers = 2
     if client is not None:
@@ -507,10 +520,15 @@ def _dedup_exact(collection: Any, column: Optional[str], shards: Optional[int]) 
         dask.delayed(_split_by_shard, pure=True)(part, column, shards, dask_key_name=f"cuckoo-dedup-split-{i}-{token}")
         for i, part in enumerate(parts)
     ]
-    decided = [
-        dask.delayed(_shard_dedup, pure=True)(s, *split, dask_key_name=f"cuckoo-dedup-shard-{s}-{token}")
-        for s in range(shards)
-    ]
+    # Each shard reads every split, so the scheduler sees no data to place it by and put all of
+    # them on one worker (10^7 rows, 5 * 10^6 distinct keys: one worker busy, the other idle, and
+    # slower than drop_duplicates). On a distributed client they are spread over the workers in
+    # turn (a preference: allow_other_workers).
+    workers = _worker_addresses()
+    decided = []
+    for s in range(shards):
+        with dask.annotate(**({"workers": [workers[s % len(workers)]], "allow_other_workers": True} if workers else {})):
+            decided.append(dask.delayed(_shard_dedup, pure=True)(s, *split, dask_key_name=f"cuckoo-dedup-shard-{s}-{token}"))
     kept = [
         dask.delayed(_keep_rows, pure=True)(part, i, *decided, dask_key_name=f"cuckoo-dedup-keep-{i}-{token}")
         for i, part in enumerate(parts)
@@ -570,12 +588,10 @@ def dedup(
         for c in column:
             _keys(collection, c)
         column = list(column)
-        if fpr is not None or capacity is not None or seed != 0 or filter_kwargs:
-            raise ValueError("exact=True uses a Store per shard: fpr, capacity, seed and filter arguments do not apply")
-        return _dedup_exact(collection, column, shards)
-    keys = _keys(collection, column)
-    if isinstance(collection, dd.DataFrame) and column is None:
-        column = collection.columns[0]
+    else:
+        keys = _keys(collection, column)
+        if isinstance(collection, dd.DataFrame) and column is None:
+            column = collection.columns[0]
     if exact:
         if fpr is not None or capacity is not None or seed != 0 or filter_kwargs:
             raise ValueError("exact=True uses a Store per shard: fpr, capacity, seed and filter arguments do not apply")

@@ -543,7 +543,7 @@ protected:
                                                              InsertMode mode, bool* was_new, bool& full,
                                                              Stop& should_stop) {
         const Locator loc = locator();
-        const kernels::LookupConstants c = kernels::lookup_constants(loc, probe, vector_hash_block<HashAt>());
+        const kernels::LookupConstants c = kernels::lookup_constants(loc, probe, uses_vector_hash_block(hash_at));
         unsigned char* const data = table_.mutable_data();
         const bool unique = mode == InsertMode::Unique;
         bool* const new_flags = unique ? was_new : nullptr;  // written for unique inserts only, as above
@@ -709,13 +709,25 @@ protected:
             ++count_;
             ++stats_.inserts;
             return true;
+        } else if constexpr (Shape == BucketShape::SemiSorted) {
+            // The same rule on the decoded (plain, sorted) words, and the chosen one written back
+            // from its decoded word with fp merged in (no second decode, no sort).
+            const uint64_t w1 = probe.semi_word(bit1), w2 = probe.semi_word(bit2);
+            const uint64_t empty1 = probe.zero_lanes(w1), empty2 = probe.zero_lanes(w2);
+            if ((empty1 | empty2) == 0) return false;
+            const unsigned top = probe.lane_bits - 1;
+            const bool into_first = probe.lane_count(empty1 >> top) >= probe.lane_count(empty2 >> top);
+            table_.set_semi_word(into_first ? k.i1 : k.i2, probe.semi.insert_sorted(into_first ? w1 : w2, k.fp));
+            ++count_;
+            ++stats_.inserts;
+            return true;
         } else {
             int slot1, slot2;
             unsigned free1, free2;
             if constexpr (Shape == BucketShape::MultiWord) {
                 free1 = probe.find_all(k.i1, 0, slot1);
                 free2 = probe.find_all(k.i2, 0, slot2);
-            } else {  // a straddling or a semi-sorted bucket: read as one word, written by table_.set
+            } else {  // a straddling bucket: read as one word, written by table_.set
                 const uint64_t empty1 = probe.zero_lanes(probe.bucket_word<Shape>(bit1));
                 const uint64_t empty2 = probe.zero_lanes(probe.bucket_word<Shape>(bit2));
                 if ((empty1 | empty2) == 0) return false;

@@ -267,10 +267,14 @@ class BlockKeys {
 public:
     template <class Keys>
     explicit BlockKeys(Keys& keys)
-        : keys_(&keys), hash_block_([](const void* k, uint64_t start, unsigned len, uint64_t* out) {
+        : keys_(&keys),
+          hash_block_([](const void* k, uint64_t start, unsigned len, uint64_t* out) {
               // Keys is the source's own type, const or not: the cast restores what was erased.
               hash_keys(*static_cast<Keys*>(const_cast<void*>(k)), start, len, out);
-          }) {}
+          }),
+          vector_hash_block_(cuckoo::vector_hash_block<Keys>()) {}
+    // The source's vector_hash_block, kept at run time (see uses_vector_hash_block).
+    bool vector_hash_block() const noexcept { return vector_hash_block_; }
     uint64_t operator()(uint64_t k) const {
         uint64_t h;
         hash_block_(keys_, k, 1, &h);
@@ -281,7 +285,17 @@ public:
 private:
     const void* keys_;
     void (*hash_block_)(const void*, uint64_t, unsigned, uint64_t*);
+    bool vector_hash_block_;
 };
+
+// Whether a block of `keys` is hashed by vector code (vector_hash_block), also through BlockKeys,
+// which erases the type but keeps the answer: the semi-sorted kernels then read buckets with
+// loads as the plain ones do.
+template <class Keys>
+bool uses_vector_hash_block(const Keys&) noexcept {
+    return cuckoo::vector_hash_block<Keys>();
+}
+inline bool uses_vector_hash_block(const BlockKeys& keys) noexcept { return keys.vector_hash_block(); }
 
 // The keys of `keys` from `offset` on, as a key source (keeps hash_block when there is one).
 template <class Keys>

@@ -16,13 +16,16 @@
 // Scalar lookups and writes decode a bucket into the plain layout (four f-bit lanes, see
 // table.hpp) with one table load (the code's nibbles already placed at the top of their lanes, a
 // table per f) and a few shifts and masks for the low bits, and from there the plain filter's
-// SWAR comparisons run unchanged. Writes decode the bucket, change one slot, sort, and encode
-// again. The decoded (sorted) order is what slot numbers refer to. The AVX2 bulk lookups and
-// counts (lookup_avx2.hpp, semi_candidates) first compare the key's low g bits with the four
-// low-bit fields of the stored bucket, which needs no table, and decode only the buckets where
-// some slot's low bits match: every bucket holding the key, and ~4/2^g of the others. Their
-// answers are the scalar ones (the C++ tests compare them, including keys whose low bits match
-// a slot whose high nibble differs).
+// SWAR comparisons run unchanged. Writes decode the bucket, change one slot and encode again,
+// keeping the lanes sorted without a sort (Decoder::replace, insert_sorted) and adding four
+// entries of a small table for the code (kCodeTerms). The decoded (sorted) order is what slot
+// numbers refer to. The AVX2 bulk lookups and counts of cache-resident tables decode four buckets
+// at once (lookup_avx2.hpp, semi_words4: a gather from the code table); those of larger tables
+// first compare the key's low g bits with the four low-bit fields of the stored bucket, which
+// needs no table, and decode only the buckets where some slot's low bits match: every bucket
+// holding the key, and ~4/2^g of the others (semi_candidates). Their answers are the scalar ones
+// (the C++ tests compare them, including keys whose low bits match a slot whose high nibble
+// differs).
 //
 // Cost (benchmarks/semisort.py, fpr 0.001 so f = 13, 50% present, shared 2-core machine, the
 // best of 7 alternating rounds per run): contains_many at 6*10^7 keys 1.09x, 1.08x and 1.12x the
@@ -68,9 +71,28 @@ constexpr uint32_t binomial(uint32_t n, uint32_t k) {
 }  // namespace detail
 
 // The code of sorted nibbles n[0] <= n[1] <= n[2] <= n[3].
-constexpr uint32_t encode_nibbles(uint32_t n0, uint32_t n1, uint32_t n2, uint32_t n3) {
+constexpr uint32_t encode_nibbles_by_formula(uint32_t n0, uint32_t n1, uint32_t n2, uint32_t n3) {
     return detail::binomial(n0, 1) + detail::binomial(n1 + 1, 2) + detail::binomial(n2 + 2, 3) +
            detail::binomial(n3 + 3, 4);
+}
+// Its four terms by position and nibble, so that writes add four small table entries (the
+// formula's loops compiled to integer divisions: a third of a semi-sorted insert's time).
+struct CodeTerms {
+    uint16_t term[kSlots][16];
+};
+constexpr CodeTerms make_code_terms() {
+    CodeTerms t{};
+    for (uint32_t n = 0; n < 16; ++n) {
+        t.term[0][n] = static_cast<uint16_t>(detail::binomial(n, 1));
+        t.term[1][n] = static_cast<uint16_t>(detail::binomial(n + 1, 2));
+        t.term[2][n] = static_cast<uint16_t>(detail::binomial(n + 2, 3));
+        t.term[3][n] = static_cast<uint16_t>(detail::binomial(n + 3, 4));
+    }
+    return t;
+}
+inline constexpr CodeTerms kCodeTerms = make_code_terms();
+constexpr uint32_t encode_nibbles(uint32_t n0, uint32_t n1, uint32_t n2, uint32_t n3) {
+    return uint32_t(kCodeTerms.term[0][n0]) + kCodeTerms.term[1][n1] + kCodeTerms.term[2][n2] + kCodeTerms.term[3][n3];
 }
 
 // Code -> the four nibbles (nibble l at bits 4l), for every 12-bit value (invalid codes: 0).
@@ -132,6 +154,8 @@ struct Decoder {
     uint64_t low_ones = 0, low_lanes_low = 0, low_lanes_high = 0;
     uint32_t fp_low_mask = 0;  // a fingerprint's low g bits
     bool every_slot_low_matches = false;
+    unsigned fp_bits = 0, low_bits = 0;  // f and g = f - 4
+    uint64_t below[kSlots + 1] = {};     // below[k]: the bits of plain lanes 0..k-1 (k f-bit lanes)
 
     static Decoder for_bits(unsigned fingerprint_bits) {
         Decoder d;
@@ -148,6 +172,10 @@ struct Decoder {
         d.low_lanes_low = (d.low_mask[0] | d.low_mask[1] | d.low_mask[2] | d.low_mask[3]) << kCodeBits & ~d.low_lanes_high;
         d.fp_low_mask = static_cast<uint32_t>(ones);
         d.every_slot_low_matches = g == 0;
+        d.fp_bits = fingerprint_bits;
+        d.low_bits = g;
+        for (unsigned k = 0; k <= kSlots; ++k)
+            d.below[k] = k * fingerprint_bits >= 64 ? ~uint64_t(0) : (uint64_t(1) << (k * fingerprint_bits)) - 1;
         return d;
     }
     // `stored` holds the bucket in its low 4f - 4 bits; bits above it are ignored.
@@ -155,6 +183,36 @@ struct Decoder {
         const uint64_t low = stored >> kCodeBits;
         return lanes[stored & (kCodeSpace - 1)] | (low & low_mask[0]) | ((low & low_mask[1]) << 4) |
                ((low & low_mask[2]) << 8) | ((low & low_mask[3]) << 12);
+    }
+
+    // Writes work on the plain word of a bucket (decode's result: four f-bit lanes, sorted, so
+    // empty slots are the lowest lanes) and keep it sorted, without a sort and without branches.
+    // The plain word sorted as `plain` with lane `slot` taken out: the lanes below it move up one
+    // lane and lane 0 becomes empty.
+    uint64_t remove_lane(uint64_t plain, unsigned slot) const noexcept {
+        return ((plain & below[slot]) << fp_bits) | (plain & ~below[slot + 1]);
+    }
+    // The sorted plain word with `fp` (fp < 2^f) put into it, for a sorted word whose lane 0 is
+    // empty: the p lanes above lane 0 that are below fp move down one lane and fp goes to lane p.
+    uint64_t insert_sorted(uint64_t plain, uint32_t fp) const noexcept {
+        const uint64_t mask = below[1];
+        const unsigned p = unsigned(((plain >> fp_bits) & mask) < fp) + unsigned(((plain >> (2 * fp_bits)) & mask) < fp) +
+                           unsigned(((plain >> (3 * fp_bits)) & mask) < fp);
+        return ((plain >> fp_bits) & below[p]) | (uint64_t(fp) << (p * fp_bits)) | (plain & ~below[p + 1]);
+    }
+    // The plain word of a bucket whose slot `slot` now holds fp (0: emptied), sorted again.
+    // (insert_sorted of 0 puts it in lane 0, which remove_lane emptied: no branch needed.)
+    uint64_t replace(uint64_t plain, unsigned slot, uint32_t fp) const noexcept {
+        return insert_sorted(remove_lane(plain, slot), fp);
+    }
+    // A sorted plain word as a stored bucket (bits above 4f - 4 zero): decode's inverse.
+    uint64_t encode(uint64_t plain) const noexcept {
+        const unsigned g = low_bits, f = fp_bits;
+        const uint64_t code = uint64_t(kCodeTerms.term[0][(plain >> g) & 15]) + kCodeTerms.term[1][(plain >> (f + g)) & 15] +
+                              kCodeTerms.term[2][(plain >> (2 * f + g)) & 15] + kCodeTerms.term[3][(plain >> (3 * f + g)) & 15];
+        const uint64_t low = (plain & low_mask[0]) | ((plain >> 4) & low_mask[1]) | ((plain >> 8) & low_mask[2]) |
+                             ((plain >> 12) & low_mask[3]);
+        return code | low << kCodeBits;
     }
 };
 

@@ -445,21 +445,22 @@ public:
         return first;
     }
     unsigned occupied(uint64_t bucket) const noexcept { return bucket_size_ - count(bucket, 0); }
+    // Semi-sorted tables: stores a bucket given as its sorted plain word (semisort::Decoder).
+    void set_semi_word(uint64_t bucket, uint64_t plain) noexcept {
+        const uint64_t bit = bucket * bucket_bits_;
+        unsigned char* p = bytes_.data() + (bit >> 3);
+        const unsigned shift = bit & 7;
+        const uint64_t bucket_mask = ((uint64_t(1) << bucket_bits_) - 1) << shift;  // bucket_bits_ <= 60
+        store_le64(p, (load_le64(p) & ~bucket_mask) | (decoder_.encode(plain) << shift));
+    }
 
     void prefetch(uint64_t bucket) const noexcept { probe().prefetch(bucket); }
 
 private:
     void set_semi_sorted(uint64_t bucket, unsigned slot, uint32_t fp) noexcept {
         const uint64_t bit = bucket * bucket_bits_;
-        unsigned char* p = bytes_.data() + (bit >> 3);
-        const unsigned shift = bit & 7;
-        const uint64_t w = load_le64(p);
-        const uint64_t plain = decoder_.decode(w >> shift);
-        uint32_t fps[semisort::kSlots];
-        for (unsigned l = 0; l < semisort::kSlots; ++l) fps[l] = static_cast<uint32_t>((plain >> (l * fp_bits_)) & fp_mask_);
-        fps[slot] = fp;
-        const uint64_t bucket_mask = ((uint64_t(1) << bucket_bits_) - 1) << shift;  // bucket_bits_ <= 60
-        store_le64(p, (w & ~bucket_mask) | (semisort::encode(fps, fp_bits_) << shift));
+        const uint64_t w = load_le64(bytes_.data() + (bit >> 3));
+        set_semi_word(bucket, decoder_.replace(decoder_.decode(w >> (bit & 7)), slot, fp));
     }
     void init_layout() {
         fp_mask_ = (fp_bits_ >= 64) ? ~0ull : ((1ull << fp_bits_) - 1);
