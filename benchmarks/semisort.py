@@ -23,7 +23,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 import cuckoo
-from _machine import header
+from _machine import add_level_option, chosen_levels, header
 from bulk import interleaved_best  # benchmarks/bulk.py: run as `python benchmarks/semisort.py`
 
 
@@ -67,20 +67,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--sizes", default="1e6,6e7", help="comma-separated key counts (default 1e6,6e7)")
     parser.add_argument("--fpr", type=float, default=0.001)
     parser.add_argument("--repeat", type=int, default=5, help="rounds of each measurement (default 5)")
-    parser.add_argument("--cpu", default=None, choices=["all", "portable", "avx2", "avx512"],
-                        help="kernel level(s) to measure: one, or all this CPU has (default: the one running, "
-                             "cuckoo.cpu_level(): CUCKOO_CPU or the best)")
+    add_level_option(parser)
     args = parser.parse_args(argv)
     print(header())
-    if args.cpu is None:
-        levels = [cuckoo.cpu_level()]
-    elif args.cpu == "all":
-        levels = list(cuckoo.cpu_levels())
-    elif args.cpu in cuckoo.cpu_levels():
-        levels = [args.cpu]
-    else:
-        parser.error(f"this CPU cannot run the kernel level {args.cpu} (it runs {', '.join(cuckoo.cpu_levels())})")
-    for level in levels:
+    for level in chosen_levels(parser, args.cpu):
         cuckoo._core._set_cpu_level(level)
         for size in (int(float(s)) for s in args.sizes.split(",")):
             bench_size(size, args.fpr, args.repeat)
