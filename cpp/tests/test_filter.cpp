@@ -16,6 +16,7 @@
 #include "check.hpp"
 #include "cuckoo/filter.hpp"
 #include "cuckoo/hash_block.hpp"
+#include "int_keys.hpp"
 
 using cuckoo::Filter;
 
@@ -34,24 +35,9 @@ std::vector<unsigned char> bytes_of(const Filter& fl) {
 
 const auto kNeverStop = [] { return false; };
 
-// Keys are integers hashed through the filter's own seeded hash.
-struct IntKeys {
-    const Filter* filter;
-    const std::vector<uint64_t>* keys;
-    uint64_t operator()(uint64_t k) const { return filter->hash_int((*keys)[k]); }
-};
-
-// The same keys hashed a block at a time by the vector hash, and declared so: the AVX2 kernels
-// then read buckets with scalar loads instead of gathers (cuckoo::vector_hash_block).
-struct VectorIntKeys {
-    static constexpr bool kVectorHashBlock = true;
-    const Filter* filter;
-    const std::vector<uint64_t>* keys;
-    uint64_t operator()(uint64_t k) const { return filter->hash_int((*keys)[k]); }
-    void hash_block(uint64_t start, unsigned len, uint64_t* out) const {
-        cuckoo::hash_ints_block(filter->hasher(), keys->data() + start, len, out);
-    }
-};
+// Keys: integers hashed through the filter's own seeded hash (int_keys.hpp).
+using cktest::IntKeys;
+using cktest::VectorIntKeys;
 
 std::vector<uint64_t> distinct_keys(uint64_t n, uint64_t salt) {
     std::vector<uint64_t> keys(n);

@@ -14,6 +14,7 @@
 #include "check.hpp"
 #include "cuckoo/format.hpp"
 #include "cuckoo/semisort.hpp"
+#include "int_keys.hpp"
 
 using cuckoo::Filter;
 
@@ -21,11 +22,9 @@ namespace {
 
 const auto kNeverStop = [] { return false; };
 
-struct IntKeys {
-    const Filter* filter;
-    const std::vector<uint64_t>* keys;
-    uint64_t operator()(uint64_t k) const { return filter->hash_int((*keys)[k]); }
-};
+// Keys: integers hashed through the filter's own seeded hash (int_keys.hpp).
+using cktest::IntKeys;
+using cktest::VectorIntKeys;
 
 std::vector<uint64_t> random_keys(uint64_t n, cktest::Rng& rng) {
     std::vector<uint64_t> keys(n);
@@ -37,13 +36,15 @@ std::string params(uint64_t m, unsigned f) { return "m=" + std::to_string(m) + "
 
 #if CUCKOO_X86_DISPATCH
 // The AVX2 lookup kernel's two passes and the count kernel as for small and large tables, on
-// `keys` of the semi-sorted filter `fl`.
+// `keys` of the semi-sorted filter `fl`, with the keys from `Source` (buckets gathered, or read
+// with loads for a source hashed by vector code).
 struct KernelAnswers {
     std::vector<uint8_t> one, two, counts_small, counts_large;
 };
-KernelAnswers run_kernels(const Filter& fl, const std::vector<uint64_t>& keys) {
+template <class Source>
+KernelAnswers run_kernels_from(const Filter& fl, const std::vector<uint64_t>& keys) {
     const uint64_t n = keys.size();
-    IntKeys source{&fl, &keys};
+    Source source{&fl, &keys};
     auto never = [] { return false; };
     using namespace cuckoo::kernels;
     constexpr auto kShape = cuckoo::BucketShape::SemiSorted;
@@ -63,6 +64,16 @@ KernelAnswers run_kernels(const Filter& fl, const std::vector<uint64_t>& keys) {
     CHECK_EQ(a.counts_small[n], 77);
     CHECK_EQ(a.counts_large[n], 77);
     return a;
+}
+// Both ways, which must give the same answers; returns them.
+KernelAnswers run_kernels(const Filter& fl, const std::vector<uint64_t>& keys) {
+    const KernelAnswers gathered = run_kernels_from<IntKeys>(fl, keys);
+    const KernelAnswers loaded = run_kernels_from<VectorIntKeys>(fl, keys);
+    CHECK(gathered.one == loaded.one);
+    CHECK(gathered.two == loaded.two);
+    CHECK(gathered.counts_small == loaded.counts_small);
+    CHECK(gathered.counts_large == loaded.counts_large);
+    return gathered;
 }
 #endif
 

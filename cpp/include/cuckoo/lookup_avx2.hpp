@@ -291,11 +291,30 @@ CUCKOO_AVX2 uint32_t semi_candidates(const LookupConstants& c, const unsigned ch
 // 1.49-1.59x with the prefetches; count 1.66-1.81x -> 1.56-1.58x. (Tried and slower: a masked
 // gather of candidate buckets only, 1.66-1.68x; one 32-bit gather of both buckets' nibbles
 // from the 8 KiB nibble table, 1.76-1.92x; block k + 1 requested while block k is probed, 1.64-1.82x.)
+// On an Intel Xeon Skylake-SP (family 6 model 85, 2026-11-26, same harness, f = 13, 10^6 keys,
+// medians of 9 alternating rounds, thread CPU time, load ~2.8) the gather from the code table
+// lost to four scalar reads of it where the buckets are read by scalar loads anyway
+// (c.bucket_loads: integer keys): contains 0.94x (AVX2 level) and 0.85x (AVX-512 level) the
+// gather's time, count 0.85x and 0.84x. So those sources decode with scalar reads; the others
+// (a gather of the buckets) keep the gather of their codes. Not measured on Zen 4.
 CUCKOO_AVX2 __m256i semi_words4(const LookupConstants& c, const unsigned char* data, const uint64_t* bits) {
-    const __m256i at = _mm256_load_si256(reinterpret_cast<const __m256i*>(bits));
-    const __m256i stored = _mm256_srlv_epi64(stored_words4(c, data, bits), _mm256_and_si256(at, _mm256_set1_epi64x(7)));
-    const __m256i lanes = _mm256_i64gather_epi64(reinterpret_cast<const long long*>(c.scalar.semi.lanes),
-                                                 _mm256_and_si256(stored, c.semi_code_mask), 8);
+    __m256i stored, lanes;
+    if (c.bucket_loads) {  // each bucket and its code's lanes by scalar loads (see above)
+        uint64_t bucket[4], code_lanes[4];
+        for (unsigned j = 0; j < 4; ++j) {
+            bucket[j] = load_le64(data + (bits[j] >> 3)) >> (bits[j] & 7);
+            code_lanes[j] = c.scalar.semi.lanes[bucket[j] & (semisort::kCodeSpace - 1)];
+        }
+        stored = _mm256_set_epi64x(static_cast<long long>(bucket[3]), static_cast<long long>(bucket[2]),
+                                   static_cast<long long>(bucket[1]), static_cast<long long>(bucket[0]));
+        lanes = _mm256_set_epi64x(static_cast<long long>(code_lanes[3]), static_cast<long long>(code_lanes[2]),
+                                  static_cast<long long>(code_lanes[1]), static_cast<long long>(code_lanes[0]));
+    } else {
+        const __m256i at = _mm256_load_si256(reinterpret_cast<const __m256i*>(bits));
+        stored = _mm256_srlv_epi64(stored_words4(c, data, bits), _mm256_and_si256(at, _mm256_set1_epi64x(7)));
+        lanes = _mm256_i64gather_epi64(reinterpret_cast<const long long*>(c.scalar.semi.lanes),
+                                       _mm256_and_si256(stored, c.semi_code_mask), 8);
+    }
     const __m256i low = _mm256_srli_epi64(stored, semisort::kCodeBits);
     const __m256i low01 = _mm256_or_si256(_mm256_and_si256(low, c.semi_low_mask[0]),
                                           _mm256_slli_epi64(_mm256_and_si256(low, c.semi_low_mask[1]), 4));
