@@ -706,6 +706,61 @@ TEST_CASE(insert_batch_to_the_first_failure_equals_scalar_inserts) {
     }
 }
 
+// The eviction search's lookahead (how far ahead of the bucket examined it generates and
+// prefetches candidates: evict.hpp, chosen by table size and CPU vendor) changes only when buckets
+// are requested, never the result: on a nearly full table, every lookahead finds the same bucket
+// and slot, moves as many items and leaves the same table as expanding whole levels.
+TEST_CASE(eviction_search_result_is_the_same_for_every_lookahead) {
+    struct SlotTable {  // b tags a bucket, 0 empty
+        std::vector<uint32_t> tags;
+        unsigned b;
+        unsigned slots_per_bucket() const { return b; }
+        uint32_t tag(uint64_t bucket, unsigned slot) const { return tags[bucket * b + slot]; }
+        int empty_slot(uint64_t bucket) const {
+            for (unsigned s = 0; s < b; ++s)
+                if (tags[bucket * b + s] == 0) return static_cast<int>(s);
+            return -1;
+        }
+        void move(uint64_t from, unsigned from_slot, uint64_t to, unsigned to_slot) {
+            tags[to * b + to_slot] = tags[from * b + from_slot];
+        }
+        void prefetch(uint64_t) const {}
+    };
+    cktest::Rng rng(77);
+    for (unsigned b : kBucketSizes) {
+        const uint64_t m = 4096;
+        const unsigned f = 12;
+        cktest::context() = params(m, b, f);
+        const cuckoo::Locator loc{m, m / cuckoo::kBlockBuckets, f};
+        SlotTable full{std::vector<uint32_t>(m * b), b};
+        for (uint32_t& t : full.tags)  // 97% of the slots hold a tag (any tag may sit in any bucket)
+            t = rng.coin(97) ? static_cast<uint32_t>(1 + rng.below((1u << f) - 1)) : 0;
+        std::vector<cuckoo::EvictNode> nodes;
+        uint64_t searches_found = 0;
+        for (int trial = 0; trial < 300; ++trial) {
+            const uint64_t i1 = rng.below(m);
+            const uint64_t i2 = loc.alt_index(i1, static_cast<uint32_t>(1 + rng.below((1u << f) - 1)));
+            const unsigned max_kicks = trial % 3 == 0 ? 20 : 500;  // budgets that run out, too
+            SlotTable whole = full;
+            const cuckoo::EvictResult expected =
+                cuckoo::evict_search(whole, loc, i1, i2, max_kicks, nodes, cuckoo::kEvictWholeLevel);
+            searches_found += expected.found;
+            for (size_t lookahead : {size_t(1), size_t(2), cuckoo::kEvictLookaheadCached, cuckoo::kEvictLookaheadIntel,
+                                     size_t(16), cuckoo::evict_lookahead_beyond_caches()}) {
+                SlotTable t = full;
+                const cuckoo::EvictResult r = cuckoo::evict_search(t, loc, i1, i2, max_kicks, nodes, lookahead);
+                CHECK_EQ(r.found, expected.found);
+                CHECK_EQ(r.bucket, expected.bucket);
+                CHECK_EQ(r.slot, expected.slot);
+                CHECK_EQ(r.moves, expected.moves);
+                CHECK_EQ(r.buckets_searched, expected.buckets_searched);
+                CHECK(t.tags == whole.tags);
+            }
+        }
+        CHECK(searches_found > 100);  // the searches did find room, through chains of moves
+    }
+}
+
 TEST_CASE(batches_stop_when_asked_between_blocks) {
     const uint64_t n = 200, m = 256;
     Filter base(m, 4, 16, 500, 17);

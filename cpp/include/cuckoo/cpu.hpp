@@ -84,6 +84,21 @@ inline VectorSupport detect_vector_support() noexcept {
 
 }  // namespace kernels
 
+// Whether the CPU is an Intel one (CPUID's vendor string), read once: a few tunings measured on
+// one vendor's cores only are chosen by it (evict.hpp). False on other architectures.
+inline bool cpu_is_intel() noexcept {
+#if CUCKOO_X86_DISPATCH
+    static const bool intel = [] {
+        unsigned a, b, c, d;
+        if (!__get_cpuid(0, &a, &b, &c, &d)) return false;
+        return b == 0x756E6547u && d == 0x49656E69u && c == 0x6C65746Eu;  // "Genu" "ineI" "ntel"
+    }();
+    return intel;
+#else
+    return false;
+#endif
+}
+
 // The best level this CPU and OS allow (decided once).
 inline CpuLevel detected_cpu_level() noexcept {
 #if CUCKOO_X86_DISPATCH

@@ -784,7 +784,7 @@ protected:
     template <BucketShape Shape>
     bool evict_search(const TableProbe& probe, const KeyHash& k) {
         EvictTable<Shape> table{table_, probe};
-        const size_t lookahead = table_bytes() > kTwoPassMinBytes ? kEvictWholeLevel : kEvictLookaheadCached;
+        const size_t lookahead = table_bytes() > kTwoPassMinBytes ? evict_lookahead_beyond_caches() : kEvictLookaheadCached;
         const EvictResult r = cuckoo::evict_search(table, locator(), k.i1, k.i2, max_kicks_, search_nodes_, lookahead);
         stats_.buckets_searched += r.buckets_searched;
         if (!r.found) return false;
