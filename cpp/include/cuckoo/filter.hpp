@@ -231,7 +231,7 @@ public:
         const KeyHash k = locate(h);
         // Both buckets are read unconditionally: branch-free is faster than "i2 only if i1 misses".
         // One table probe and one shape dispatch for both (a scalar `in` is mostly such overhead).
-        const TableProbe probe = table_.probe();
+        const TableProbe& probe = table_.probe();
         return probe.with_shape([&](auto shape) {
             return probe.either_contains<decltype(shape)::value>(probe.bit_of(k.i1), probe.bit_of(k.i2), probe.pattern_of(k.fp));
         });
@@ -669,7 +669,7 @@ protected:
 
     bool insert_located(const KeyHash& k) {
         require_writable();
-        const TableProbe probe = table_.probe();
+        const TableProbe& probe = table_.probe();  // one key: read where it is (no copy)
         const bool placed = probe.with_shape([&](auto shape) {
             constexpr BucketShape Shape = decltype(shape)::value;
             return place_if_room<Shape>(probe, k, probe.bit_of(k.i1), probe.bit_of(k.i2)) || evict_search<Shape>(probe, k);

@@ -362,14 +362,59 @@ struct TableProbe {
     }
 };
 
-class PackedTable {
+namespace detail {
+// What a PackedTable holds, copied and moved member by member; PackedTable adds its probe (a
+// derived value) and refreshes it whenever these change.
+struct PackedTableState {
+    uint64_t bucket_count_ = 0;
+    unsigned bucket_size_ = 0;
+    unsigned fp_bits_ = 0;
+    bool semi_sorted_ = false;
+    semisort::Decoder decoder_;
+    unsigned lanes_per_word_ = 1;
+    unsigned word_bits_ = 0;    // L * f
+    uint64_t bucket_bits_ = 0;  // b * f
+    unsigned bucket_last_byte_ = 0;
+    bool may_straddle_ = false;
+    uint32_t lane_div_ = 0;
+    unsigned words_per_bucket_ = 1;
+    uint64_t fp_mask_ = 0;
+    uint64_t word_mask_ = 0;
+    uint64_t lane_ones_ = 0;
+    uint64_t lane_high_ = 0;
+    uint64_t lane_low_ = 0;
+    ByteBuffer bytes_;
+};
+}  // namespace detail
+
+class PackedTable : private detail::PackedTableState {
 public:
     PackedTable() = default;
+    PackedTable(const PackedTable& other) : PackedTableState(other) { refresh_probe(); }
+    PackedTable(PackedTable&& other) noexcept : PackedTableState(std::move(other)) {
+        refresh_probe();
+        other.refresh_probe();
+    }
+    PackedTable& operator=(const PackedTable& other) {
+        PackedTableState::operator=(other);
+        refresh_probe();
+        return *this;
+    }
+    PackedTable& operator=(PackedTable&& other) noexcept {
+        PackedTableState::operator=(std::move(other));
+        refresh_probe();
+        other.refresh_probe();
+        return *this;
+    }
     // semi_sorted: semi-sorted buckets (cuckoo/semisort.hpp; semisort::supports(b, f) must hold).
-    PackedTable(uint64_t bucket_count, unsigned bucket_size, unsigned fingerprint_bits, bool semi_sorted = false)
-        : bucket_count_(bucket_count), bucket_size_(bucket_size), fp_bits_(fingerprint_bits), semi_sorted_(semi_sorted) {
+    PackedTable(uint64_t bucket_count, unsigned bucket_size, unsigned fingerprint_bits, bool semi_sorted = false) {
+        bucket_count_ = bucket_count;
+        bucket_size_ = bucket_size;
+        fp_bits_ = fingerprint_bits;
+        semi_sorted_ = semi_sorted;
         init_layout();
         bytes_ = ByteBuffer(data_bytes() + kTablePadding);
+        refresh_probe();
     }
     // A table over existing bytes (at least data_bytes() + kTablePadding of them), read-only.
     static PackedTable view(uint64_t bucket_count, unsigned bucket_size, unsigned fingerprint_bits,
@@ -382,6 +427,7 @@ public:
         t.init_layout();
         if (size < t.data_bytes() + kTablePadding) throw std::invalid_argument("table view too short");
         t.bytes_ = ByteBuffer::view(data, size);
+        t.refresh_probe();
         return t;
     }
 
@@ -428,11 +474,11 @@ public:
     }
 
     // ---- whole buckets (SWAR) ----
-    TableProbe probe() const noexcept {
-        return TableProbe{bytes_.data(), bucket_bits_, word_mask_, lane_ones_, lane_low_, lane_high_,
-                          word_bits_, words_per_bucket_, bucket_last_byte_, lanes_per_word_, fp_bits_, lane_div_,
-                          may_straddle_, decoder_};
-    }
+    // The table's read side, kept up to date (not rebuilt per call: its copy of the semi-sorted
+    // decoder made it ~200 bytes, a sixth of a scalar add's instructions in the binding). Bulk
+    // loops copy it into a local (see TableProbe); one-key calls read it where it is. A reference
+    // is valid until the table is assigned, moved or destroyed.
+    const TableProbe& probe() const noexcept { return probe_; }
     uint64_t match_mask(uint64_t bucket, unsigned word, uint32_t fp) const noexcept {
         return probe().match_mask(bucket, word, fp);
     }
@@ -457,6 +503,11 @@ public:
     void prefetch(uint64_t bucket) const noexcept { probe().prefetch(bucket); }
 
 private:
+    void refresh_probe() noexcept {
+        probe_ = TableProbe{bytes_.data(), bucket_bits_, word_mask_, lane_ones_, lane_low_, lane_high_,
+                            word_bits_, words_per_bucket_, bucket_last_byte_, lanes_per_word_, fp_bits_, lane_div_,
+                            may_straddle_, decoder_};
+    }
     void set_semi_sorted(uint64_t bucket, unsigned slot, uint32_t fp) noexcept {
         const uint64_t bit = bucket * bucket_bits_;
         const uint64_t w = load_le64(bytes_.data() + (bit >> 3));
@@ -479,24 +530,7 @@ private:
         lane_high_ = lane_ones_ << (fp_bits_ - 1);
         lane_low_ = lane_ones_ * ((1ull << (fp_bits_ - 1)) - 1);
     }
-    uint64_t bucket_count_ = 0;
-    unsigned bucket_size_ = 0;
-    unsigned fp_bits_ = 0;
-    bool semi_sorted_ = false;
-    semisort::Decoder decoder_;
-    unsigned lanes_per_word_ = 1;
-    unsigned word_bits_ = 0;    // L * f
-    uint64_t bucket_bits_ = 0;  // b * f
-    unsigned bucket_last_byte_ = 0;
-    bool may_straddle_ = false;
-    uint32_t lane_div_ = 0;
-    unsigned words_per_bucket_ = 1;
-    uint64_t fp_mask_ = 0;
-    uint64_t word_mask_ = 0;
-    uint64_t lane_ones_ = 0;
-    uint64_t lane_high_ = 0;
-    uint64_t lane_low_ = 0;
-    ByteBuffer bytes_;
+    TableProbe probe_{};  // probe(): refreshed by every constructor and assignment
 };
 
 }  // namespace cuckoo
