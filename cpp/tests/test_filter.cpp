@@ -415,15 +415,20 @@ TEST_CASE(no_false_negatives_after_filling_to_first_failure) {
 }
 
 TEST_CASE(a_key_fits_at_most_2b_times) {
-    for (unsigned b : kBucketSizes) {
-        Filter fl(64, b, 16, 500, 5);
-        cktest::context() = "b=" + std::to_string(b);
+    for (unsigned b : kBucketSizes) for (unsigned f : {4u, 5u, 16u}) {
+        Filter fl(64, b, f, 500, 5);
+        cktest::context() = "b=" + std::to_string(b) + " f=" + std::to_string(f);
         // Some other keys around, so that the copies have to evict.
         const std::vector<uint64_t> others = distinct_keys(40, 5);
         for (uint64_t k : others) REQUIRE(fl.insert_hash(fl.hash_int(k)));
         const uint64_t h = fl.hash_int(0xDEADBEEF);
         for (unsigned i = 0; i < 2 * b; ++i) CHECK(fl.insert_hash(h));
         CHECK_EQ(fl.count_hash(h), 2u * b);
+        // The bulk count of a pair holding 2b copies (the most a count can be) at this level.
+        const std::vector<uint64_t> key{0xDEADBEEF};
+        uint8_t counted = 0;
+        CHECK_EQ(fl.count_batch(1, IntKeys{&fl, &key}, &counted, kNeverStop), 1u);
+        CHECK_EQ(counted, 2u * b);
         const std::vector<unsigned char> before = bytes_of(fl);
         CHECK(!fl.insert_hash(h));
         CHECK(bytes_of(fl) == before);
