@@ -103,6 +103,42 @@ def check_exact(tmp_path, inputs, block, threads):
 test_exact_equals_the_model, test_exact_equals_the_model_long = fast_and_long(check_exact)
 
 
+many_lines = st.lists(st.tuples(st.one_of(st.integers(0, 300).map(lambda i: b"key-%d" % i), line),
+                                st.sampled_from([b"\n", b"\r\n"])), min_size=1, max_size=500).map(
+    lambda t: b"".join(k + e for k, e in t))
+
+
+def check_exact_in_passes(tmp_path, inputs, block, threads, memory):
+    """The in-memory exact path under a memory budget too small for its keys: its hash space is
+    split in ranges decided in passes of their own; the output must not change."""
+    paths = write_inputs(tmp_path, inputs)
+    kept, dropped = model(inputs)
+    out, drop = tmp_path / "out", tmp_path / "drop"
+    r = cuckoo.dedup(paths, out, exact=True, dropped=drop, block_size=block, threads=threads, memory=memory)
+    assert out.read_bytes() == kept
+    assert drop.read_bytes() == dropped
+    assert (r.lines_read, r.lines_kept) == (len(split(inputs)), len(split([kept])))
+    assert r.exact_stats["distinct"] == r.lines_kept
+    if r.exact_stats["peak_memory"] <= memory:
+        assert r.exact_stats["passes"] == 1
+
+
+@FAST
+@given(st.lists(many_lines, min_size=1, max_size=3), st.integers(1, 2000), st.integers(1, 3),
+       st.sampled_from([4096, 6000, 10_000, 1 << 20]))
+def test_exact_in_passes_equals_the_model(tmp_path, inputs, block, threads, memory):
+    check_exact_in_passes(tmp_path, inputs, block, threads, memory)
+
+
+def test_exact_in_passes_takes_passes(tmp_path):
+    """(So that the property above tests passes.) 3,000 distinct keys in 4 KiB: several passes,
+    each line written once, in order."""
+    data = b"".join(b"k%d\n" % (i * 7 % 3000) for i in range(9000))
+    check_exact_in_passes(tmp_path, [data], 1 << 12, 2, 4096)
+    r = cuckoo.dedup(write_inputs(tmp_path, [data]), None, exact=True, memory=4096)
+    assert r.exact_stats["passes"] > 4 and r.exact_stats["splits"] == r.exact_stats["passes"] - 1
+
+
 def check_filter(tmp_path, inputs, block, threads):
     paths = write_inputs(tmp_path, inputs)
     kept, _ = model(inputs)

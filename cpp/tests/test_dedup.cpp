@@ -155,6 +155,89 @@ TEST_CASE(pipeline_equals_the_model_through_a_store_and_a_filter) {
     }
 }
 
+TEST_CASE(exact_passes_equal_the_model_at_every_budget) {
+    // The key set's exact path (with_key_set): one pass when the keys fit, more when the budget
+    // makes ranges split (down to budgets of a few keys); the output must not depend on either.
+    std::mt19937_64 rng(17);
+    for (int trial = 0; trial < 10; ++trial) {
+        const size_t n_inputs = 1 + rng() % 3;
+        std::vector<std::string> data, paths;
+        for (size_t i = 0; i < n_inputs; ++i) {
+            data.push_back(random_input(rng, rng() % 500));
+            paths.push_back(temp_path(("in" + std::to_string(i)).c_str()));
+            write_file(paths.back(), data.back());
+        }
+        const auto want = model(data);
+        for (uint64_t budget : {uint64_t(1) << 30, uint64_t(3000), uint64_t(0)}) {
+            for (unsigned threads : {1u, 3u}) {
+                // A budget of 0: about a pass per distinct key (slow): a few trials, one thread.
+                if (budget == 0 && (trial >= 3 || threads > 1)) continue;
+                cuckoo::dedup::Options opt;
+                opt.block = 1 + rng() % 300;
+                opt.threads = threads;
+                cktest::context() = "trial " + std::to_string(trial) + " budget " + std::to_string(budget) +
+                                    " threads " + std::to_string(threads) + " block " + std::to_string(opt.block);
+                auto in = open_inputs(paths);
+                std::vector<int64_t> starts(in.size(), 0);
+                if (rng() % 2 && !data[0].empty()) {  // the caller read the start of the first input already
+                    const size_t k = 1 + rng() % data[0].size();
+                    in[0].prefix.assign(data[0].begin(), data[0].begin() + static_cast<long>(k));
+                    REQUIRE(::lseek(in[0].fd, static_cast<off_t>(k), SEEK_SET) == static_cast<off_t>(k));
+                    starts[0] = static_cast<int64_t>(k);
+                }
+                const int out = open_out(temp_path("out")), dropped = open_out(temp_path("dropped"));
+                cuckoo::dedup::ExactRun info;
+                const auto r = cuckoo::dedup::with_key_set(in, starts, out, dropped, cuckoo::KeyHasher{trial + 0u}, opt,
+                                                           budget, 0, nullptr, &info);
+                close_inputs(in);
+                ::close(out);
+                ::close(dropped);
+                CHECK(r.status == cuckoo::dedup::Status::done);
+                CHECK(read_file(temp_path("out")) == want.first);
+                CHECK(read_file(temp_path("dropped")) == want.second);
+                CHECK_EQ(r.kept, info.distinct);
+                if (budget >= (uint64_t(1) << 30)) CHECK_EQ(info.passes, 1u);
+                if (budget < 4000 && want.first.size() > 2000) CHECK(info.passes > 1);
+            }
+        }
+    }
+}
+
+TEST_CASE(exact_passes_notice_an_input_that_changed) {
+    const std::string path = temp_path("changing");
+    std::string d;
+    for (int k = 0; k < 300; ++k) d += "line" + std::to_string(k % 200) + "\n";
+    write_file(path, d);
+    cuckoo::dedup::Options opt;
+    opt.block = 64;
+    // The tick runs after every block: once the second pass began (its count of lines starts
+    // again), lines are appended to the file, which the second pass then reads.
+    opt.tick_every = std::chrono::milliseconds(0);
+    uint64_t last = 0;
+    bool appended = false;
+    auto in = open_inputs({path});
+    const int out = open_out(temp_path("out"));
+    bool threw = false;
+    try {
+        cuckoo::dedup::with_key_set(in, {0}, out, -1, cuckoo::KeyHasher{1}, opt, 0, 0,
+                                    [&](const cuckoo::dedup::Result& r) {
+                                        if (r.lines < last && !appended) {
+                                            FILE* f = std::fopen(path.c_str(), "ab");
+                                            std::fputs("more\nlines\n", f);
+                                            std::fclose(f);
+                                            appended = true;
+                                        }
+                                        last = r.lines;
+                                        return false;
+                                    });
+    } catch (const cuckoo::dedup::InputChanged& e) {
+        threw = std::string(e.what()).find("changed") != std::string::npos;
+    }
+    close_inputs(in);
+    ::close(out);
+    CHECK(threw);
+}
+
 TEST_CASE(pipeline_stops_before_a_key_longer_than_max_key) {
     const std::string path = temp_path("long");
     write_file(path, "a\nb\n" + std::string(50, 'x') + "\nc\n");

@@ -45,12 +45,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <system_error>
 #include <thread>
 #include <vector>
 
 #include "cuckoo/fault.hpp"
 #include "cuckoo/hash_block.hpp"
+#include "cuckoo/key_set.hpp"
 #include "cuckoo/staged.hpp"
 #include "cuckoo/store.hpp"
 
@@ -68,6 +70,11 @@ struct IoError : std::system_error {
 
 // Thrown out of the pipeline's waits when the caller's tick() asked to stop (an interrupt).
 struct Stopped {};
+
+// The exact path's later passes read other lines or bytes than the first (the input changed).
+struct InputChanged : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
 
 struct Options {
     size_t block = size_t(2) << 20;  // bytes read at a time
@@ -135,6 +142,10 @@ struct Block {
     std::vector<uint64_t> hashes;
     std::unique_ptr<bool[]> keep;
     size_t keep_cap = 0;
+    // The lines apply() lets the output take: [write_from, write_to) of those applied (the exact
+    // path's later passes write only lines no pass wrote and every pass has decided). Reset to
+    // all of them with each block read.
+    size_t write_from = 0, write_to = SIZE_MAX;
     size_t lines() const noexcept { return line_end.size(); }
 };
 
@@ -244,7 +255,7 @@ public:
             const size_t n = b->lines();
             const size_t k = apply(*b, n);
             r.lines += k;
-            for (size_t j = 0; j < k; ++j) r.kept += b->keep[j];
+            for (size_t j = b->write_from, e = std::min(b->write_to, k); j < e; ++j) r.kept += b->keep[j];
             r.bytes += k == n ? b->used - (b->virtual_nl ? 1 : 0) : (k ? b->line_end[k - 1] : 0);
             const bool stop_after = k < n || b->too_long;
             if (k < n)
@@ -284,6 +295,8 @@ private:
         b.used = 0;
         b.virtual_nl = b.too_long = b.end = false;
         b.error = nullptr;
+        b.write_from = 0;
+        b.write_to = SIZE_MAX;
         Bytes& d = b.data;
         d.size = 0;
         while (true) {
@@ -503,6 +516,7 @@ private:
     // without blocking, and so sees stop_ within a tick.
     template <class Wait>
     void write_block(Block& b, size_t k, Wait&& wait, bool writer = false) {
+        k = std::min(k, b.write_to);
         const bool final = b.last_input && b.virtual_nl && k == b.lines();
         if (out_fd_ >= 0) gather_and_write(b, k, true, final, out_fd_, 1, wait, writer ? chunk_of(out_fd_) : 0);
         if (dropped_fd_ >= 0)
@@ -579,9 +593,9 @@ private:
         if (write_error_) std::rethrow_exception(write_error_);
     }
 
-    // Writes lines [0, k) whose keep flag equals `kept`, in order, with one copy into out_ and as
-    // few write() calls as the fd takes. `final`: the block ends the input with a virtual '\n',
-    // which is not written.
+    // Writes lines [b.write_from, k) whose keep flag equals `kept`, in order, with one copy into
+    // out_ and as few write() calls as the fd takes. `final`: the block ends the input with a
+    // virtual '\n', which is not written.
     template <class Wait>
     void gather_and_write(const Block& b, size_t k, bool kept, bool final, int fd, int side, Wait&& wait,
                           size_t chunk) {
@@ -590,7 +604,7 @@ private:
         size_t run_start = 0;
         bool in_run = false;
         size_t last_sel = SIZE_MAX;
-        for (size_t j = 0; j < k; ++j) {
+        for (size_t j = b.write_from; j < k; ++j) {
             const bool sel = b.keep[j] == kept;
             const size_t start = j ? b.line_end[j - 1] : 0;
             if (sel && !in_run) {
@@ -603,7 +617,7 @@ private:
             if (sel) last_sel = j;
         }
         if (in_run) out_.append(p + run_start, (k ? b.line_end[k - 1] : 0) - run_start);
-        if (final && last_sel == k - 1 && out_.size) --out_.size;
+        if (final && k && last_sel == k - 1 && out_.size) --out_.size;
         write_all(fd, out_.p.get(), out_.size, side, wait, chunk);
     }
     // `chunk` (0: none): the most bytes one write() takes.
@@ -724,6 +738,184 @@ inline Result with_store(Store& s, std::vector<Input> inputs, int out_fd, int dr
             if (batches) s.commit_batch();
         },
         /*write_behind=*/!batches);
+}
+
+// ---- exact dedup in memory, in passes over hash ranges ----
+//
+// The exact path for inputs that can be read again (regular files): the distinct keys go to a
+// KeySet (cuckoo/key_set.hpp: in memory, nothing on disk) under a memory budget. A pass reads the
+// whole input and decides the lines whose key falls in one range of the hash space (the whole
+// space at first): equal keys have equal hashes, so a range's lines are decided exactly as if it
+// were alone. When the set passes the budget, its range splits in two halves: the set keeps the
+// lower half (KeySet::retain, in place) and goes on; the upper half waits for a pass of its own,
+// from the first line after the split on (its lines before were decided in this pass, and are
+// written). So a run whose keys fit is one pass, streaming, and one that does not reads the input
+// once more per range it had to set aside, holding at most about the budget.
+//
+// Output: a line is written by the first pass after which every range has decided it, in input
+// order: the pass writes up to the earliest line a waiting range has not decided, and the next
+// pass (that range's) goes on from there. Decisions that wait for their writing pass are kept as
+// one bit a line.
+
+struct ExactRun {
+    unsigned passes = 0;
+    uint64_t splits = 0;          // ranges set aside
+    uint64_t distinct = 0;        // keys kept over all ranges (the lines written as new)
+    uint64_t peak_set_bytes = 0;  // the most memory the key set held (KeySet::memory_bytes)
+    uint64_t grows = 0;           // index growths (a low expected_keys)
+};
+
+// A range of the hash space: the keys whose position (range_position) is in [lo, hi].
+struct HashRange {
+    uint64_t lo = 0, hi = ~uint64_t(0);
+    uint64_t from_line = 0;  // its lines before this were decided by the pass that set it aside
+    bool holds(uint64_t position) const noexcept { return lo <= position && position <= hi; }
+    // The k-th of `parts` equal pieces (the last one takes the rounding).
+    HashRange piece(uint64_t k, uint64_t parts, uint64_t from) const noexcept {
+        const uint64_t width = (hi - lo) / parts;
+        return HashRange{lo + k * width, k + 1 == parts ? hi : lo + (k + 1) * width - 1, from};
+    }
+};
+
+// The hash-space position of a key: its hash mixed again, so that the ranges do not follow the
+// bits that pick its buckets and tag (the low and high halves of the hash itself).
+inline uint64_t range_position(uint64_t h) noexcept { return mix64(h ^ 0x5851F42D4C957F2Dull); }
+
+// Exact dedup of `inputs` (each read from `starts[i]` again for every pass after the first: the
+// caller's regular files; -1 for an input given whole as its prefix). `budget`: bytes the key set
+// may hold before its range splits (it is not a hard limit: a range of one hash cannot split,
+// and each pass needs a few blocks of input besides); `expected_keys`: a size hint for the
+// first pass's index. The input must not change between passes: a pass that reads a different
+// number of lines or bytes throws InputChanged (its output so far is then not to be used).
+inline Result with_key_set(const std::vector<Input>& inputs, const std::vector<int64_t>& starts, int out_fd,
+                           int dropped_fd, const KeyHasher& hasher, const Options& opt, uint64_t budget,
+                           uint64_t expected_keys, Pipeline::Tick tick, ExactRun* info = nullptr) {
+    if (starts.size() != inputs.size()) throw std::invalid_argument("with_key_set: one start offset per input");
+    ExactRun run;
+    // The index for the expected keys, but no more than the budget holds at ~40 bytes a key (8.5
+    // of index, a short key and its length): an index sized for keys that do not fit would take
+    // the budget from them, and no split gives it back.
+    KeySet set(hasher, std::min(expected_keys, budget / 40));
+    std::vector<HashRange> waiting{HashRange{}};
+    double done_bytes = 0, done_width = 0;  // the key set's bytes and the width of the ranges done
+    std::vector<uint64_t> decided;  // bit k: line k kept (lines decided ahead of their writing pass)
+    std::vector<uint32_t> picked;
+    uint64_t written_to = 0;  // lines before it are written
+    Result total;
+    bool first = true;
+    while (!waiting.empty()) {
+        // The range that waited from the earliest line: the writing goes on from there.
+        auto next = std::min_element(waiting.begin(), waiting.end(),
+                                     [](const HashRange& a, const HashRange& b) { return a.from_line < b.from_line; });
+        HashRange range = *next;
+        waiting.erase(next);
+        // A range that waited is as dense in keys as the ranges done (keys spread evenly over the
+        // hash space): when it is expected not to fit, it splits before its pass, not during it
+        // (where the lines read before the split would be read for nothing).
+        if (done_width > 0) {
+            const double expected = done_bytes / done_width * (static_cast<double>(range.hi - range.lo) + 1.0);
+            const uint64_t parts = static_cast<uint64_t>(
+                std::min(64.0, std::ceil(expected / (0.9 * static_cast<double>(std::max<uint64_t>(budget, 1))))));
+            if (parts > 1 && range.hi - range.lo > 1024 * parts) {
+                for (uint64_t k = 1; k < parts; ++k) waiting.push_back(range.piece(k, parts, range.from_line));
+                range = range.piece(0, parts, range.from_line);
+                run.splits += parts - 1;
+            }
+        }
+        set.clear();
+        if (!first) {
+            for (size_t i = 0; i < inputs.size(); ++i)
+                if (inputs[i].fd >= 0 && ::lseek(inputs[i].fd, static_cast<off_t>(starts[i]), SEEK_SET) < 0)
+                    throw IoError(errno, 0, i, "cannot read input again");
+        }
+        ++run.passes;
+        // Lines from `limit` on may still be undecided (a waiting range's): not written yet.
+        auto limit = [&] {
+            uint64_t l = ~uint64_t(0);
+            for (const HashRange& w : waiting) l = std::min(l, w.from_line);
+            return l;
+        };
+        uint64_t base = 0;  // the block's first line
+        Pipeline p(inputs, out_fd, dropped_fd, hasher, opt, tick);
+        Result r = p.run(
+            [&](Block& b, size_t n) -> size_t {
+                if (!first && base + n > total.lines)
+                    throw InputChanged("the input changed while it was read again (more lines)");
+                picked.clear();
+                if (picked.capacity() < n) {
+                    fault::before_allocation();
+                    picked.reserve(n);
+                }
+                for (size_t j = 0; j < n; ++j)
+                    if (range.holds(range_position(b.hashes[j]))) picked.push_back(static_cast<uint32_t>(j));
+                set.insert_unique(static_cast<uint32_t>(picked.size()), picked.data(), b.keys.data(), b.hashes.data(),
+                                  b.keep.get());
+                // Decisions a later pass writes (lines from the limit on) are kept.
+                const uint64_t lim = limit();
+                if (base + n > lim) {
+                    const uint64_t words = (base + n + 63) / 64;
+                    if (decided.size() < words) {
+                        fault::before_allocation();
+                        decided.resize(std::max<size_t>(words, decided.size() * 3 / 2));
+                    }
+                    for (const uint32_t j : picked) {
+                        const uint64_t line = base + j;
+                        if (line < lim) continue;
+                        const uint64_t bit = uint64_t(1) << (line % 64);
+                        if (b.keep[j]) decided[line / 64] |= bit;
+                        else decided[line / 64] &= ~bit;
+                    }
+                }
+                const uint64_t set_bytes = set.memory_bytes();
+                run.peak_set_bytes = std::max(run.peak_set_bytes, set_bytes);
+                // Over budget: the range splits in halves; the set keeps the lower one and the
+                // upper one waits for a pass of its own (its lines so far are decided).
+                if (set_bytes > budget && set.size() > 1 && range.hi - range.lo > 1024) {
+                    waiting.push_back(range.piece(1, 2, base + n));
+                    range = range.piece(0, 2, range.from_line);
+                    ++run.splits;
+                    set.retain([&](uint64_t h) { return range.holds(range_position(h)); });
+                }
+                // Lines no earlier pass wrote, up to the limit, are decided now: those of other
+                // ranges by an earlier pass (their bits).
+                const uint64_t from = std::max(written_to, base), to = std::min(limit(), base + n);
+                if (from < to) {
+                    if (picked.size() < n) {
+                        size_t pk = 0;
+                        for (uint64_t line = from; line < to; ++line) {
+                            const size_t j = static_cast<size_t>(line - base);
+                            while (pk < picked.size() && picked[pk] < j) ++pk;
+                            if (pk < picked.size() && picked[pk] == j) continue;  // decided in this pass
+                            b.keep[j] = (decided[line / 64] >> (line % 64)) & 1;
+                        }
+                    }
+                    b.write_from = static_cast<size_t>(from - base);
+                    b.write_to = static_cast<size_t>(to - base);
+                    written_to = to;
+                } else {
+                    b.write_from = b.write_to = 0;
+                }
+                base += n;
+                return n;
+            },
+            [] {}, /*write_behind=*/true);
+        if (!first && (r.lines != total.lines || r.bytes != total.bytes))
+            throw InputChanged("the input changed while it was read again (fewer lines or other bytes)");
+        if (first) {
+            total.lines = r.lines;
+            total.bytes = r.bytes;
+            total.status = r.status;
+        }
+        total.kept += r.kept;
+        run.distinct += set.size();
+        done_bytes += static_cast<double>(set.needed_bytes());
+        done_width += static_cast<double>(range.hi - range.lo) + 1.0;
+        first = false;
+        if (r.status != Status::done) break;  // (a key too long: no later pass reads past it)
+    }
+    run.grows = set.grows();
+    if (info) *info = run;
+    return total;
 }
 
 }  // namespace dedup

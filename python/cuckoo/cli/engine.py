@@ -39,6 +39,13 @@ from .output import write_error
 # 8 MiB 3.8 s / 140 MiB.
 EXACT_BLOCK = 4 << 20
 
+# The exact path's memory for its distinct keys (cuckoo.dedup(memory=), --memory): keys and index
+# of an in-memory key set (cpp/include/cuckoo/key_set.hpp, ~8.5 bytes of index a key plus the
+# key). Inputs that can be read again (regular files) take one more pass per half of the hash
+# space that did not fit (cpp/include/cuckoo/dedup.hpp, with_key_set); others use a store over a
+# temporary file, whose memory is its index only.
+EXACT_MEMORY = 96 << 20
+
 # The longest key a store holds (its records' length field): a longer line is refused with one
 # line on stderr as soon as it is seen, before it is held in memory whole.
 MAX_STORE_KEY = (1 << 31) - 1
@@ -98,6 +105,10 @@ class DedupResult:
     """Filter path: how the filter was chosen or sized."""
     store_stats: Optional[dict] = dataclasses.field(default=None, repr=False)
     """Store path: ``Store.stats()`` at the end of the run."""
+    exact_stats: Optional[dict] = dataclasses.field(default=None, repr=False)
+    """Exact path in memory: ``passes`` over the input, ``splits`` (hash ranges set aside for
+    a pass of their own), ``distinct`` keys, ``peak_memory`` (bytes the key set held), ``memory``
+    (its budget)."""
 
     @property
     def lines_dropped(self) -> int:
@@ -351,7 +362,7 @@ def dedup(source: Any, out: Any = None, *, exact: bool = False, store: Any = Non
           threads: Optional[int] = None, dropped: Any = None, block_size: Optional[int] = None,
           progress: Union[bool, Callable[[int, int], None]] = False, framing: Optional[Any] = None,
           key: Any = None, sep: Any = None, csv: bool = False, jsonl: bool = False,
-          missing: str = "error") -> DedupResult:
+          missing: str = "error", memory: Optional[int] = None) -> DedupResult:
     """Writes the first occurrence of each line of `source` to `out`, in input order.
 
     Parameters
@@ -364,10 +375,15 @@ def dedup(source: Any, out: Any = None, *, exact: bool = False, store: Any = Non
         A path (created or truncated), a binary file object (written, flushed, not closed), or
         None: nothing is written (the counts only).
     exact
-        Keep every distinct line in an anonymous store (a temporary log, removed at the end):
-        no line is ever dropped by mistake. Without it (and without `store`), a cuckoo filter
-        remembers the lines: much less memory, and a new line is dropped by mistake with
-        probability about the filter's expected FPR (reported as ``expected_false_drops``).
+        Compare every repeat with the line itself: no line is ever dropped by mistake. Regular
+        files (one or several, uncompressed) keep their distinct lines in memory, within `memory`
+        bytes: when they do not fit, the hash space is split in halves, and each half set aside
+        costs one more pass over the input (the output is still written in input order, each line
+        as soon as every pass it needs is done). Other inputs (stdin from a pipe, compressed
+        data, streams) keep them in an anonymous store (a temporary log, removed at the end).
+        Without it (and without `store`), a cuckoo filter remembers the lines: much less memory,
+        and a new line is dropped by mistake with probability about the filter's expected FPR
+        (reported as ``expected_false_drops``).
     store
         A :class:`cuckoo.Store` or the path of one (created if absent): exact dedup against it.
         Lines already in it count as seen; each block's new lines are added to it only after
@@ -394,6 +410,9 @@ def dedup(source: Any, out: Any = None, *, exact: bool = False, store: Any = Non
         each block.
     framing
         How input becomes records and keys (default :class:`LineFraming`: whole lines).
+    memory
+        Bytes of memory for the exact path's distinct lines (keys and their index; default 96 MiB,
+        at least 4 KiB). More passes over the input when they do not fit; nothing else changes.
     key, sep, csv, jsonl, missing
         Keyed records (cuckoo._records), the whole record written: ``sep="\\t", key="2"`` (field
         2 of tab-separated lines; ``"2,4"``: fields 2 through 4, as ``sort -k``), ``csv=True,
@@ -436,6 +455,11 @@ def dedup(source: Any, out: Any = None, *, exact: bool = False, store: Any = Non
         raise ValueError("cuckoo.dedup: filter= is for the filter path; exact=True/store= keep every key exactly")
     if (exact or store is not None) and (capacity is not None or fpr is not None or seed is not None):
         raise ValueError("cuckoo.dedup: capacity/fpr/seed are for the filter; exact=True/store= keep every key exactly")
+    if memory is not None:
+        if not exact or store is not None:
+            raise ValueError("cuckoo.dedup: memory= is for exact=True (an in-memory key set)")
+        if isinstance(memory, bool) or not isinstance(memory, int) or memory < 4096:
+            raise ValueError(f"cuckoo.dedup: memory must be an int of at least 4096 bytes, got {memory!r}")
     if threads is not None and (not isinstance(threads, int) or threads < 1):
         raise ValueError(f"cuckoo.dedup: threads must be a positive int, got {threads!r}")
     if block_size is not None and block_size < 1:
@@ -451,6 +475,11 @@ def dedup(source: Any, out: Any = None, *, exact: bool = False, store: Any = Non
     sources = source if isinstance(source, list) and source and isinstance(source[0], Source) else _sources(source)
     framing = framing if framing is not None else LineFraming()
     report = _progress_of(progress)
+    if exact and store is None:
+        done = _dedup_exact_in_memory(sources, out, dropped, block_size or DEFAULT_BLOCK, threads, report, framing,
+                                      memory or EXACT_MEMORY)
+        if done is not None:
+            return done
     if exact or store is not None:
         return _dedup_store(sources, out, store, dropped, block_size or EXACT_BLOCK, threads, report, framing)
     return _dedup_filter(sources, out, filter, capacity, fpr, seed, dropped, block_size or DEFAULT_BLOCK, threads,
@@ -558,6 +587,58 @@ def _dedup_filter(sources: List[Source], out: Any, f: Optional[Filter], capacity
     finally:
         _finish(sink, drop_sink)
     return DedupResult(read, kept_total, nbytes, time.perf_counter() - start, False, expected_false, f, how)
+
+
+def _rewindable(native: "_Native") -> Optional[List[int]]:
+    """Where each input of a native plan starts, when every one can be read again from there (a
+    regular file, read from its fd; or given whole as bytes: -1), with the bytes already read from
+    it put back (its fd moved back over them); else None."""
+    starts: List[int] = []
+    for k, (fd, prefix) in enumerate(native.inputs):
+        if fd < 0:
+            starts.append(-1)
+            continue
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            start = os.lseek(fd, 0, os.SEEK_CUR) - len(prefix)
+        except OSError:
+            return None
+        if start < 0:
+            return None
+        starts.append(start)
+    for k, (fd, prefix) in enumerate(native.inputs):
+        if fd >= 0:
+            os.lseek(fd, starts[k], os.SEEK_SET)
+            native.inputs[k] = (fd, b"")
+    return starts
+
+
+def _dedup_exact_in_memory(sources: List[Source], out: Any, dropped: Any, block: int, threads: Optional[int],
+                           report: Callable[[int, int], None], framing: Any, memory: int) -> Optional[DedupResult]:
+    """Exact dedup through the in-memory key set (cuckoo._core._dedup_exact), when every input is
+    a regular file the native pipeline reads (or bytes given whole); else None (nothing read)."""
+    if not hasattr(cuckoo._core, "_dedup_exact") or not getattr(framing, "native", False) or os.name == "nt":
+        return None
+    # Regular files only (a pipe, a compressed or a missing file: the store path, which reports it).
+    if any(src.regular_size() is None for src in sources):
+        return None
+    estimate, known, _ = estimate_input(sources, block)
+    sink, drop_sink = _as_sink(out), _as_sink(dropped)
+    native = _Native.plan(sources, framing, (sink, drop_sink))
+    starts = _rewindable(native) if native is not None and not native.decompressing else None
+    if native is None or starts is None:
+        return None  # (nothing was read that the store path will not read: plan() only opened)
+    start = time.perf_counter()
+    try:
+        d = native.run(cuckoo._core._dedup_exact, sources, (sink, drop_sink), starts, block,
+                       threads or default_threads(), memory, int(estimate * 1.05) + 1024 if known else 0,
+                       int.from_bytes(os.urandom(8), "little"), None if report is _no_progress else report)
+    finally:
+        _finish(sink, drop_sink)
+    stats = {k: d[k] for k in ("passes", "splits", "distinct", "peak_memory", "grows")}
+    stats["memory"] = memory
+    return DedupResult(d["lines"], d["kept"], d["bytes"], time.perf_counter() - start, True, exact_stats=stats)
 
 
 def _reserve(s: Any, sources: List[Source], block: int) -> bool:

@@ -107,6 +107,8 @@ def _on_stdin(sources: List[Source]) -> bool:
 def cmd_dedup(args: argparse.Namespace) -> int:
     if columnar_input(args):
         return cmd_dedup_columnar(args)
+    if args.memory is not None and (not args.exact or args.store):
+        raise CliError("cuckoo dedup: --memory is for --exact (its in-memory key set)", EXIT_USAGE)
     if args.exact or args.store:
         return cmd_dedup_exact(args)
     sources = sources_of(args.files)

@@ -45,6 +45,20 @@ def _positive_int(text: str) -> int:
     return v
 
 
+def _memory_size(text: str) -> int:
+    """A size in bytes, with an optional K, M or G suffix (powers of 1024), as sort -S takes it."""
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    t = text.strip().upper().removesuffix("IB").removesuffix("B")
+    scale = units.get(t[-1:], 1)
+    try:
+        v = int(float(t[:-1] if t[-1:] in units else t) * scale)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size (bytes, or a number with K, M or G): {text!r}") from None
+    if v < 4096:
+        raise argparse.ArgumentTypeError(f"must be at least 4K: {text!r}")
+    return v
+
+
 def _fpr(text: str) -> float:
     try:
         v = float(text)
@@ -233,8 +247,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="start from a saved filter: lines already in it count as seen (dedup against yesterday); "
                         "it grows when it fills")
     p.add_argument("--exact", action="store_true",
-                   help="never drop a new line: keep every distinct line in a log (an anonymous temporary "
-                        "file) and check each 'seen' against it; memory ~10 bytes per distinct line")
+                   help="never drop a new line: compare every repeat with the line itself. Regular files: "
+                        "the distinct lines are kept in memory, at most --memory of them; more take one "
+                        "more pass over the input per half of them set aside. Pipes and compressed input: "
+                        "kept in an anonymous temporary file (memory ~10 bytes per distinct line)")
+    p.add_argument("--memory", type=_memory_size, metavar="SIZE",
+                   help="with --exact: memory for the distinct lines and their index (default 96M; K, M, G "
+                        "suffixes); less means more passes over the input, never another output")
     p.add_argument("--store", metavar="STORE",
                    help="exact dedup against a persistent store (created if absent): lines already in it "
                         "count as seen, new lines are added to it once written, so a run stopped anyhow "

@@ -17,7 +17,7 @@ import cuckoo
 from .common import CliError, DEFAULT_BLOCK, EXIT_FILTER_FILE, EXIT_OK, EXIT_USAGE, _one_line
 from cuckoo._records import RecordError
 
-from .engine import EXACT_BLOCK, KeyTooLongError, dedup
+from .engine import KeyTooLongError, dedup
 from .framing import iter_blocks, sources_of
 from .records import dropped_sink, framing_from_args, record_error
 from .output import (
@@ -82,7 +82,7 @@ def cmd_dedup_exact(args: argparse.Namespace) -> int:
     if args.dropped:
         refuse_clobber(args.dropped, "--dropped file", inputs_of(sources) + owned)
     store = open_store(args.store) if args.store else None
-    block = EXACT_BLOCK if args.block_size == DEFAULT_BLOCK else args.block_size
+    block = None if args.block_size == DEFAULT_BLOCK else args.block_size  # (each exact path has its own)
     progress = Progress(_progress_enabled(args), "dedup")
     failing = True
     try:
@@ -91,7 +91,8 @@ def cmd_dedup_exact(args: argparse.Namespace) -> int:
         try:
             dropped = dropped_sink(args, sources)
             r = dedup(sources, out, exact=True, store=store, threads=args.threads, block_size=block,
-                      progress=progress.update, dropped=dropped, framing=framing)
+                      progress=progress.update, dropped=dropped, framing=framing,
+                      memory=None if store is not None else args.memory)
         except KeyTooLongError as exc:
             raise line_too_long("cuckoo dedup", exc.line, exc.limit) from None
         except RecordError as exc:  # a record without its key, invalid CSV or JSON: the records before are done
@@ -103,15 +104,22 @@ def cmd_dedup_exact(args: argparse.Namespace) -> int:
             out.close()
             if dropped is not None:
                 dropped.close()
-        st = r.store_stats
-        assert st is not None
         failing = False
     finally:
         if store is not None:
             close_store(store, args.store, failing)
-    where = args.store or "an anonymous temporary file, removed"
     _note(args, f"cuckoo dedup: {r.lines_read:,} lines read, {r.lines_kept:,} written, {r.lines_dropped:,} dropped "
                 f"in {r.seconds:.2f} s ({_si(r.lines_read / max(r.seconds, 1e-9))} lines/s)")
+    if r.exact_stats is not None:
+        ex = r.exact_stats
+        passes = ex["passes"]
+        _note(args, f"cuckoo dedup: exact: no line wrongly dropped (in memory: {ex['distinct']:,} keys, at most "
+                    f"{_bytes(ex['peak_memory'])} of --memory {_bytes(ex['memory'])}, {passes} pass"
+                    f"{'' if passes == 1 else 'es'} over the input)")
+        return EXIT_OK
+    st = r.store_stats
+    assert st is not None
+    where = args.store or "an anonymous temporary file, removed"
     _note(args, f"cuckoo dedup: exact: no line wrongly dropped (store: {st['live_keys']:,} keys, log "
                 f"{_bytes(st['log_bytes'])} in {where}, index {_bytes(st['index_bytes'])}, "
                 f"{st['log_reads_per_lookup']:.2f} log reads per line)")

@@ -1,0 +1,418 @@
+// cuckoo::KeySet: an exact set of byte strings held in memory, on the store's partial-key cuckoo
+// index (the exact path of `cuckoo dedup`, cpp/include/cuckoo/dedup.hpp).
+//
+//   keys:  appended once each to an arena of chunks, as a LEB128 length and the bytes.
+//   index: buckets of 4 slots, each a 64-bit word: a 24-bit tag (the key's fingerprint, never 0,
+//          so a word of 0 is an empty slot) above the 40-bit arena reference of its key. A key's
+//          hash gives its two buckets and tag exactly as it gives a filter's (cuckoo/locate.hpp);
+//          a new key is placed with the filter's breadth-first eviction search (cuckoo/evict.hpp).
+//   test:  every slot of the two buckets whose tag matches points to a key in the arena, which is
+//          compared byte for byte: the answer is exact. 24-bit tags make a tag match on an absent
+//          key rare (about 8 / 2^24 per lookup), so nearly every arena read is a real duplicate.
+//
+// Against cuckoo::Store (an index over a log file), this keeps the keys in memory and nothing on
+// disk: no record headers, no journal, no log reads through a mapping. What bounds its memory is
+// the caller's: dedup splits the hash space into ranges and runs one range at a time when the set
+// would pass its memory budget (retain()), which this class makes cheap by compacting in place.
+//
+// Memory: 32 bytes a bucket (8.5 bytes a key at the 94% load where the index grows) plus the
+// arena (the keys and a length byte each, for keys shorter than 128 bytes).
+//
+// The hash is the caller's (KeyHasher: the pipeline hashes keys a block at a time); keys with one
+// 64-bit hash beyond what two buckets hold go to a stash keyed by that hash, so no insert fails
+// and growth never chases copies of one hash. A random seed (the dedup binding draws one from the
+// OS) keeps adversarial keys from filling the stash.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <stdexcept>
+#include <unordered_map>
+#include <vector>
+
+#include "cuckoo/evict.hpp"
+#include "cuckoo/fault.hpp"
+#include "cuckoo/hash.hpp"
+#include "cuckoo/locate.hpp"
+#include "cuckoo/table.hpp"  // ByteBuffer
+
+namespace cuckoo {
+
+class KeySet {
+public:
+    static constexpr unsigned kSlots = 4;
+    static constexpr unsigned kTagBits = 24;
+    static constexpr unsigned kRefBits = 40;
+    static constexpr uint64_t kRefMask = (uint64_t(1) << kRefBits) - 1;
+    static constexpr double kMaxLoad = 0.94;
+    // An arena reference: chunk number above the offset inside the chunk. Chunks hold at most
+    // 2^kChunkShift bytes, except that a key longer than that gets a chunk of its own (its record
+    // then starts at offset 0, which is all a reference addresses).
+    static constexpr unsigned kChunkShift = 26;  // 64 MiB
+    static constexpr uint64_t kMaxChunks = uint64_t(1) << (kRefBits - kChunkShift);
+    static constexpr uint64_t kMaxBuckets = uint64_t(1) << 32;  // reduce32's range
+
+    explicit KeySet(const KeyHasher& hasher, uint64_t expected_keys = 0) : hasher_(hasher) {
+        resize_index(buckets_for(std::max<uint64_t>(expected_keys, 64)));
+    }
+    KeySet(const KeySet&) = delete;
+    KeySet& operator=(const KeySet&) = delete;
+
+    const KeyHasher& hasher() const noexcept { return hasher_; }
+    uint64_t size() const noexcept { return count_ + stash_.size(); }
+    uint64_t bucket_count() const noexcept { return bucket_count_; }
+    uint64_t stash_size() const noexcept { return stash_.size(); }
+    // Memory in use: the index, the arena's records and the stash. (The arena's last chunk is
+    // allocated ahead of its records, but chunks of 2 MiB and more are mapped, and their pages
+    // take memory only once written.)
+    uint64_t memory_bytes() const noexcept { return table_.size() + arena_used_ + stash_.size() * 48; }
+    // Bytes of the keys' records (what the arena holds; memory_bytes() may be more).
+    uint64_t arena_bytes() const noexcept { return arena_used_; }
+    uint64_t grows() const noexcept { return grows_; }
+
+    // Adds the keys picked[0..m) (indices into keys/hashes) in that order; is_new[picked[t]] says
+    // whether key picked[t] was absent (then it was added). A key repeated within the call is new
+    // only at its first position, as if the calls were made one key at a time.
+    //
+    // Software-pipelined over a ring of located keys: the buckets of the key kAhead positions on
+    // are prefetched, and the arena records of the tag matches of the key kCandidatesAhead
+    // positions on (its buckets have arrived by then), so that the random reads of many keys
+    // overlap. Each key's decision probes its buckets again (now in the cache), so it sees the
+    // keys placed by the positions before it. Measured on the Xeon (Skylake-SP) at 10^7 URL lines:
+    // with 16 and 8 positions, a third of the time waited on the arena record of a decision.
+    //
+    // Throws std::bad_alloc (with the keys before the failing one added) when memory runs out.
+    void insert_unique(uint32_t m, const uint32_t* picked, const KeySpan* keys, const uint64_t* hashes, bool* is_new) {
+        constexpr uint32_t kAhead = 32, kCandidatesAhead = 16;  // (kAhead: a power of two)
+        KeyHash ring[kAhead];
+        uint64_t geometry = bucket_count_;  // the index the ring was located in (a growth moves it)
+        auto fill = [&](uint32_t t) {
+            ring[t % kAhead] = loc_.locate(hashes[picked[t]]);
+            __builtin_prefetch(bucket(ring[t % kAhead].i1), 0, 3);
+            __builtin_prefetch(bucket(ring[t % kAhead].i2), 0, 3);
+        };
+        for (uint32_t t = 0; t < std::min(m, kAhead); ++t) fill(t);
+        for (uint32_t t = 0; t < m; ++t) {
+            if (geometry != bucket_count_) {  // the index grew: locate the keys in the ring again
+                geometry = bucket_count_;
+                for (uint32_t u = t; u < std::min(m, t + kAhead); ++u) ring[u % kAhead] = loc_.locate(hashes[picked[u]]);
+            }
+            if (t + kCandidatesAhead < m) prefetch_candidates(ring[(t + kCandidatesAhead) % kAhead]);
+            const uint32_t j = picked[t];
+            is_new[j] = add_located(keys[j], hashes[j], ring[t % kAhead]);
+            if (t + kAhead < m) fill(t + kAhead);
+        }
+    }
+
+    // Whether the key is in the set.
+    bool contains(KeySpan key, uint64_t h) const noexcept { return find(key, h, loc_.locate(h)); }
+
+    // Adds one key (its hash h); returns whether it was absent.
+    bool add(KeySpan key, uint64_t h) { return add_located(key, h, loc_.locate(h)); }
+
+private:
+    bool add_located(KeySpan key, uint64_t h, const KeyHash& k) {
+        if (find(key, h, k)) return false;
+        const bool full = static_cast<double>(count_ + 1) > kMaxLoad * kSlots * static_cast<double>(bucket_count_);
+        if (full) grow(bucket_count_ * 2);  // (a failure here or in append leaves the set as it was)
+        const uint64_t ref = append(key);
+        place(full ? loc_.locate(h) : k, h, ref);
+        return true;
+    }
+
+public:
+    // Keeps only the keys whose hash passes keep(hash): compacts the arena in place (the chunks
+    // emptied at its end are freed), then re-places the kept keys in a new index sized for twice
+    // their number (the old one is freed: a set that halves gives its memory back). So a caller at
+    // its memory budget can halve the set with no more memory than the old index beside the new.
+    // Returns how many keys it kept. On std::bad_alloc (the new index) the set is left empty and
+    // without an index: it can only be destroyed (the dedup run that called it ends there).
+    template <class Keep>
+    uint64_t retain(Keep&& keep) {
+        size_t wc = 0;  // write cursor: chunk, offset
+        uint64_t wo = 0, kept = 0, kept_bytes = 0;
+        for (size_t rc = 0; rc < chunks_.size(); ++rc) {
+            Chunk& c = chunks_[rc];
+            uint64_t ro = 0;
+            while (ro < c.used) {
+                const unsigned char* rec = c.buf.data() + ro;
+                uint64_t len;
+                const unsigned head = read_length(rec, len);
+                const uint64_t rec_size = head + len;
+                if (keep(hasher_.hash_key(rec + head, len))) {
+                    // The write cursor never passes the read cursor (records only leave), so the
+                    // move reads before it writes: memmove for the overlap within one chunk. (It
+                    // fits in chunk rc at ro >= 0 at the latest, where it already is.)
+                    while (wo + rec_size > chunks_[wc].buf.size()) {
+                        chunks_[wc].used = wo;
+                        ++wc;
+                        wo = 0;
+                    }
+                    unsigned char* dst = chunks_[wc].buf.data() + wo;
+                    if (dst != rec) std::memmove(dst, rec, rec_size);
+                    wo += rec_size;
+                    kept_bytes += rec_size;
+                    ++kept;
+                }
+                ro += rec_size;
+            }
+            if (rc > wc) c.used = 0;
+        }
+        if (!chunks_.empty()) {
+            chunks_[wc].used = wo;
+            chunks_.resize(wc + 1);  // frees the chunks past the write cursor
+            if (wo == 0 && wc == 0) chunks_.clear();
+        }
+        arena_used_ = kept_bytes;
+        count_ = 0;
+        stash_.clear();
+        {
+            ByteBuffer none;
+            table_.swap(none);  // the old index goes first: the new one takes its place
+        }
+        try {
+            resize_index(buckets_for(std::max<uint64_t>(2 * kept, 64)));
+        } catch (...) {  // no index: an empty set, to be destroyed
+            chunks_.clear();
+            arena_used_ = 0;
+            bucket_count_ = 0;
+            throw;
+        }
+        for (size_t c = 0; c < chunks_.size(); ++c)
+            for (uint64_t o = 0; o < chunks_[c].used;) {
+                uint64_t len;
+                const unsigned head = read_length(chunks_[c].buf.data() + o, len);
+                rehome((uint64_t(c) << kChunkShift) | o);
+                o += head + len;
+            }
+        return size();
+    }
+
+    // The memory the keys need (their records, and the index at the load where it grows): what
+    // memory_bytes() is right after a growth, without the slack of an index sized ahead.
+    uint64_t needed_bytes() const noexcept {
+        return arena_used_ + static_cast<uint64_t>(static_cast<double>(size()) * kBucketBytes / (kSlots * kMaxLoad));
+    }
+
+    void clear() noexcept {
+        if (table_.size()) std::memset(table_.data(), 0, table_.size());
+        count_ = 0;
+        stash_.clear();
+        chunks_.clear();
+        arena_used_ = 0;
+    }
+
+private:
+    static constexpr uint64_t kBucketBytes = kSlots * 8;
+    struct Chunk {
+        ByteBuffer buf;
+        uint64_t used = 0;
+    };
+
+    static uint64_t buckets_for(uint64_t keys) {
+        const double b = std::ceil(static_cast<double>(keys) / (kSlots * kMaxLoad));
+        uint64_t n = (static_cast<uint64_t>(b) + kBlockBuckets - 1) / kBlockBuckets * kBlockBuckets;
+        return std::min<uint64_t>(std::max<uint64_t>(n, kBlockBuckets), kMaxBuckets);
+    }
+    static unsigned read_length(const unsigned char* p, uint64_t& len) noexcept {
+        len = 0;
+        unsigned i = 0, shift = 0;
+        while (true) {
+            const unsigned char b = p[i++];
+            len |= uint64_t(b & 0x7F) << shift;
+            if (!(b & 0x80)) return i;
+            shift += 7;
+        }
+    }
+    static unsigned length_size(uint64_t len) noexcept {
+        unsigned n = 1;
+        while (len >= 0x80) {
+            len >>= 7;
+            ++n;
+        }
+        return n;
+    }
+
+    uint64_t* bucket(uint64_t i) noexcept { return reinterpret_cast<uint64_t*>(table_.data() + i * kBucketBytes); }
+    const uint64_t* bucket(uint64_t i) const noexcept {
+        return reinterpret_cast<const uint64_t*>(table_.data() + i * kBucketBytes);
+    }
+    const unsigned char* record(uint64_t ref) const noexcept {
+        return chunks_[ref >> kChunkShift].buf.data() + (ref & ((uint64_t(1) << kChunkShift) - 1));
+    }
+    bool same_key(uint64_t ref, KeySpan key) const noexcept {
+        const unsigned char* rec = record(ref);
+        uint64_t len;
+        const unsigned head = read_length(rec, len);
+        return len == key.len && (len == 0 || std::memcmp(rec + head, key.data, len) == 0);
+    }
+
+    bool find(KeySpan key, uint64_t h, const KeyHash& k) const noexcept {
+        const uint64_t tag = uint64_t(k.fp) << kRefBits;
+        for (const uint64_t i : {k.i1, k.i2}) {
+            const uint64_t* b = bucket(i);
+            for (unsigned s = 0; s < kSlots; ++s)
+                if ((b[s] & ~kRefMask) == tag && same_key(b[s] & kRefMask, key)) return true;
+        }
+        if (!stash_.empty()) {
+            auto range = stash_.equal_range(h);
+            for (auto it = range.first; it != range.second; ++it)
+                if (same_key(it->second, key)) return true;
+        }
+        return false;
+    }
+    void prefetch_candidates(const KeyHash& k) const noexcept {
+        const uint64_t tag = uint64_t(k.fp) << kRefBits;
+        for (const uint64_t i : {k.i1, k.i2}) {
+            const uint64_t* b = bucket(i);
+            for (unsigned s = 0; s < kSlots; ++s)
+                if ((b[s] & ~kRefMask) == tag) __builtin_prefetch(record(b[s] & kRefMask), 0, 3);
+        }
+    }
+
+    // Appends the key's record to the arena; returns its reference.
+    uint64_t append(KeySpan key) {
+        const uint64_t head = length_size(key.len);
+        const uint64_t need = head + key.len;
+        if (chunks_.empty() || chunks_.back().used + need > chunks_.back().buf.size()) {
+            if (chunks_.size() >= kMaxChunks) throw std::length_error("the exact key set holds at most 1 TiB of keys");
+            // Chunks double from 1 MiB to 64 MiB: small runs stay small, large ones allocate rarely.
+            const uint64_t grown = chunks_.empty() ? (uint64_t(1) << 20)
+                                                   : std::min<uint64_t>(chunks_.back().buf.size() * 2,
+                                                                        uint64_t(1) << kChunkShift);
+            if (chunks_.size() == chunks_.capacity()) {
+                fault::before_allocation();
+                chunks_.reserve(std::max<size_t>(8, chunks_.size() * 2));
+            }
+            Chunk c;
+            c.buf = ByteBuffer(static_cast<size_t>(std::max(grown, need)));  // (before_allocation inside)
+            chunks_.push_back(std::move(c));
+        }
+        Chunk& c = chunks_.back();
+        unsigned char* p = c.buf.data() + c.used;
+        uint64_t len = key.len;
+        while (len >= 0x80) {
+            *p++ = static_cast<unsigned char>(len | 0x80);
+            len >>= 7;
+        }
+        *p++ = static_cast<unsigned char>(len);
+        if (key.len) std::memcpy(p, key.data, key.len);
+        const uint64_t ref = (uint64_t(chunks_.size() - 1) << kChunkShift) | c.used;
+        c.used += need;
+        arena_used_ += need;
+        return ref;
+    }
+
+    // The eviction search's view of the index (cuckoo/evict.hpp).
+    struct EvictTable {
+        KeySet& s;
+        unsigned slots_per_bucket() const noexcept { return kSlots; }
+        uint32_t tag(uint64_t b, unsigned slot) const noexcept {
+            return static_cast<uint32_t>(s.bucket(b)[slot] >> kRefBits);
+        }
+        int empty_slot(uint64_t b) const noexcept {
+            const uint64_t* w = s.bucket(b);
+            for (int i = 0; i < static_cast<int>(kSlots); ++i)
+                if (w[i] == 0) return i;
+            return -1;
+        }
+        void move(uint64_t from, unsigned from_slot, uint64_t to, unsigned to_slot) noexcept {
+            s.bucket(to)[to_slot] = s.bucket(from)[from_slot];
+        }
+        void prefetch(uint64_t b) const noexcept { __builtin_prefetch(s.bucket(b), 1, 3); }
+    };
+
+    // Places a key known to be absent (located at k) with its arena reference.
+    void place(const KeyHash& k, uint64_t h, uint64_t ref) {
+        const uint64_t word = (uint64_t(k.fp) << kRefBits) | ref;
+        EvictTable t{*this};
+        const int f1 = t.empty_slot(k.i1), f2 = t.empty_slot(k.i2);
+        if (f1 >= 0 || f2 >= 0) {
+            // The emptier bucket, as in the filter and the store.
+            unsigned free1 = 0, free2 = 0;
+            for (unsigned s = 0; s < kSlots; ++s) {
+                free1 += bucket(k.i1)[s] == 0;
+                free2 += bucket(k.i2)[s] == 0;
+            }
+            const uint64_t b = free1 >= free2 ? k.i1 : k.i2;
+            bucket(b)[t.empty_slot(b)] = word;
+            ++count_;
+            return;
+        }
+        const EvictResult r = evict_search(t, loc_, k.i1, k.i2, kMaxKicks, nodes_);
+        if (!r.found) {
+            fault::before_allocation();
+            stash_.emplace(h, ref);
+            return;
+        }
+        bucket(r.bucket)[r.slot] = word;
+        ++count_;
+    }
+
+    void resize_index(uint64_t buckets) {
+        ByteBuffer t(static_cast<size_t>(buckets * kBucketBytes));  // zeroed (before_allocation inside)
+        table_.swap(t);
+        bucket_count_ = buckets;
+        loc_ = Locator{buckets, buckets >> kBlockShift, kTagBits};
+    }
+
+    // A new index of `target` buckets with every key re-placed (read back from the arena, which
+    // stays as it is). Built beside the old one: when it fails for memory the set is unchanged.
+    void grow(uint64_t target) {
+        target = std::min(target, kMaxBuckets);
+        if (target <= bucket_count_) return;  // at the largest index: more keys go to the stash
+        ByteBuffer fresh(static_cast<size_t>(target * kBucketBytes));
+        ByteBuffer old_table;
+        old_table.swap(table_);
+        table_.swap(fresh);
+        const uint64_t old_buckets = bucket_count_;
+        const Locator old_loc = loc_;
+        const uint64_t old_count = count_;
+        std::unordered_multimap<uint64_t, uint64_t> old_stash;
+        old_stash.swap(stash_);
+        bucket_count_ = target;
+        loc_ = Locator{target, target >> kBlockShift, kTagBits};
+        count_ = 0;
+        try {
+            for (uint64_t i = 0; i < old_buckets; ++i) {
+                const uint64_t* b = reinterpret_cast<const uint64_t*>(old_table.data() + i * kBucketBytes);
+                for (unsigned s = 0; s < kSlots; ++s)
+                    if (b[s]) rehome(b[s] & kRefMask);
+            }
+            for (const auto& e : old_stash) place(loc_.locate(e.first), e.first, e.second);
+        } catch (...) {
+            table_.swap(old_table);
+            bucket_count_ = old_buckets;
+            loc_ = old_loc;
+            count_ = old_count;
+            stash_.swap(old_stash);
+            throw;
+        }
+        ++grows_;
+    }
+    void rehome(uint64_t ref) {
+        const unsigned char* rec = record(ref);
+        uint64_t len;
+        const unsigned head = read_length(rec, len);
+        const uint64_t h = hasher_.hash_key(rec + head, len);
+        place(loc_.locate(h), h, ref);
+    }
+
+    static constexpr unsigned kMaxKicks = 500;
+    KeyHasher hasher_;
+    ByteBuffer table_;
+    uint64_t bucket_count_ = 0;
+    Locator loc_{};
+    uint64_t count_ = 0;  // keys in the index (the stash apart)
+    std::unordered_multimap<uint64_t, uint64_t> stash_;  // full hash -> arena reference
+    std::vector<Chunk> chunks_;
+    uint64_t arena_used_ = 0;
+    uint64_t grows_ = 0;
+    std::vector<EvictNode> nodes_;
+};
+
+}  // namespace cuckoo

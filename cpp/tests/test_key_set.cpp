@@ -1,0 +1,139 @@
+// cuckoo::KeySet (cpp/include/cuckoo/key_set.hpp) against std::unordered_set: exact answers
+// through growth, the stash (many keys of one hash), retain() (in-place compaction over chunks of
+// several sizes) and keys longer than a chunk.
+#include "cuckoo/key_set.hpp"
+
+#include <random>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "check.hpp"
+
+namespace {
+
+cuckoo::KeySpan span(const std::string& s) {
+    return cuckoo::KeySpan{reinterpret_cast<const unsigned char*>(s.data()), s.size()};
+}
+
+uint64_t hash_of(const cuckoo::KeySet& set, const std::string& s) { return set.hasher().hash_key(s.data(), s.size()); }
+
+std::string random_key(std::mt19937_64& rng, uint64_t space) {
+    const uint64_t id = rng() % space;
+    // Lengths 0..40, the same for the same id (a key is its id's text, padded).
+    std::string k = std::to_string(id);
+    k.resize(id % 41, static_cast<char>('a' + id % 26));
+    return k;
+}
+
+}  // namespace
+
+TEST_CASE(key_set_equals_a_hash_set_through_growth) {
+    std::mt19937_64 rng(3);
+    for (uint64_t expected : {uint64_t(0), uint64_t(100000)}) {
+        cuckoo::KeySet set(cuckoo::KeyHasher{7}, expected);
+        std::unordered_set<std::string> model;
+        std::vector<std::string> keys;
+        for (int round = 0; round < 40; ++round) {
+            keys.clear();
+            for (int j = 0; j < 2500; ++j) keys.push_back(random_key(rng, 60000));
+            std::vector<cuckoo::KeySpan> spans;
+            std::vector<uint64_t> hashes;
+            std::vector<uint32_t> picked;
+            for (size_t j = 0; j < keys.size(); ++j) {
+                spans.push_back(span(keys[j]));
+                hashes.push_back(hash_of(set, keys[j]));
+                if (j % 7 != 3) picked.push_back(static_cast<uint32_t>(j));  // some keys are not picked
+            }
+            std::unique_ptr<bool[]> is_new(new bool[keys.size()]);
+            for (size_t j = 0; j < keys.size(); ++j) is_new[j] = false;
+            set.insert_unique(static_cast<uint32_t>(picked.size()), picked.data(), spans.data(), hashes.data(),
+                              is_new.get());
+            for (uint32_t j : picked) CHECK_EQ(is_new[j], model.insert(keys[j]).second);
+            CHECK_EQ(set.size(), model.size());
+        }
+        for (uint64_t id = 0; id < 60000; id += 97) {
+            std::string k = std::to_string(id);
+            k.resize(id % 41, static_cast<char>('a' + id % 26));
+            CHECK_EQ(set.contains(span(k), hash_of(set, k)), model.count(k) == 1);
+            std::string absent = k + "#";
+            CHECK(!set.contains(span(absent), hash_of(set, absent)));
+        }
+        if (expected == 0) CHECK(set.grows() > 0);
+        else CHECK_EQ(set.grows(), 0u);
+        CHECK(set.memory_bytes() >= set.arena_bytes());
+    }
+}
+
+TEST_CASE(key_set_stash_holds_keys_of_one_hash) {
+    cuckoo::KeySet set(cuckoo::KeyHasher{1}, 1000);
+    const uint64_t h = 0x123456789abcdefull;  // every key given the same hash: 8 slots, then the stash
+    for (int k = 0; k < 30; ++k) CHECK(set.add(span("key" + std::to_string(k)), h));
+    for (int k = 0; k < 30; ++k) CHECK(!set.add(span("key" + std::to_string(k)), h));
+    CHECK(set.stash_size() >= 22u);
+    CHECK_EQ(set.size(), 30u);
+    for (int k = 0; k < 30; ++k) CHECK(set.contains(span("key" + std::to_string(k)), h));
+    CHECK(!set.contains(span("key30"), h));
+}
+
+TEST_CASE(key_set_retain_compacts_in_place) {
+    std::mt19937_64 rng(5);
+    cuckoo::KeySet set(cuckoo::KeyHasher{9}, 0);
+    std::vector<std::string> keys;
+    // Enough bytes for several chunks (1, 2, 4 MiB ...), a key longer than the largest chunk,
+    // and small ones after it.
+    for (int j = 0; j < 200000; ++j) keys.push_back(std::to_string(rng()) + std::string(rng() % 40, 'x'));
+    keys.push_back(std::string((size_t(1) << cuckoo::KeySet::kChunkShift) + 5, 'L'));
+    for (int j = 0; j < 1000; ++j) keys.push_back("after" + std::to_string(j));
+    for (const std::string& k : keys) set.add(span(k), hash_of(set, k));
+    const uint64_t before = set.memory_bytes();
+    auto lower = [](uint64_t h) { return (cuckoo::mix64(h) >> 63) == 0; };
+    const uint64_t kept = set.retain(lower);
+    uint64_t want = 0;
+    for (const std::string& k : keys) {
+        const uint64_t h = hash_of(set, k);
+        CHECK_EQ(set.contains(span(k), h), lower(h));
+        want += lower(h);
+    }
+    CHECK_EQ(kept, want);
+    CHECK_EQ(set.size(), want);
+    CHECK(set.memory_bytes() < before);
+    // The set goes on after a retain: new keys, and the kept ones still answer.
+    for (int j = 0; j < 5000; ++j) {
+        const std::string k = "new" + std::to_string(j);
+        CHECK(set.add(span(k), hash_of(set, k)));
+    }
+    for (const std::string& k : keys) {
+        const uint64_t h = hash_of(set, k);
+        CHECK_EQ(set.contains(span(k), h), lower(h));
+    }
+    set.retain([](uint64_t) { return false; });
+    CHECK_EQ(set.size(), 0u);
+    CHECK(set.add(span(keys[0]), hash_of(set, keys[0])));
+}
+
+TEST_CASE(key_set_allocation_failure_leaves_it_as_it_was) {
+    // Fail each allocation of a growing set in turn: the add throws bad_alloc and the set answers
+    // as before it.
+    for (uint64_t n = 1; n < 40; ++n) {
+        cuckoo::KeySet set(cuckoo::KeyHasher{2}, 0);
+        std::vector<std::string> added;
+        cuckoo::fault::arm(n);
+        bool failed = false;
+        for (int j = 0; j < 20000 && !failed; ++j) {
+            const std::string k = "k" + std::to_string(j) + std::string(j % 50, 'p');
+            try {
+                set.add(span(k), hash_of(set, k));
+                added.push_back(k);
+            } catch (const std::bad_alloc&) {
+                failed = true;
+                CHECK(!set.contains(span(k), hash_of(set, k)));
+            }
+        }
+        cuckoo::fault::arm(0);
+        CHECK_EQ(set.size(), added.size());
+        for (const std::string& k : added) CHECK(set.contains(span(k), hash_of(set, k)));
+    }
+}
+
+int main(int argc, char** argv) { return cktest::run_all(argc, argv); }
