@@ -47,8 +47,8 @@ TEST_CASE(key_set_equals_a_hash_set_through_growth) {
             }
             std::unique_ptr<bool[]> is_new(new bool[keys.size()]);
             for (size_t j = 0; j < keys.size(); ++j) is_new[j] = false;
-            set.insert_unique(static_cast<uint32_t>(picked.size()), picked.data(), spans.data(), hashes.data(),
-                              is_new.get());
+            set.insert_unique(static_cast<uint32_t>(picked.size()), picked.data(),
+                              [&spans](size_t j) { return spans[j]; }, hashes.data(), is_new.get());
             for (uint32_t j : picked) CHECK_EQ(is_new[j], model.insert(keys[j]).second);
             CHECK_EQ(set.size(), model.size());
         }

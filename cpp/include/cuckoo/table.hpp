@@ -107,6 +107,17 @@ public:
     const unsigned char* data() const noexcept { return data_; }
     size_t size() const noexcept { return size_; }
     bool owned() const noexcept { return owned_; }
+    // Gives the memory of the bytes from `from` on back to the OS (where they are mapped pages:
+    // buffers of 2 MiB and more on Linux); they read as zero afterwards. The caller no longer
+    // needs them (the key set's arena after a compaction).
+    void release_tail(size_t from) noexcept {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+        const size_t page = 4096, start = (from + page - 1) / page * page;
+        if (mapped_ && start < mapped_) madvise(data_ + start, mapped_ - start, MADV_DONTNEED);
+#else
+        (void)from;
+#endif
+    }
 
 private:
     void allocate(size_t size) {
