@@ -833,25 +833,126 @@ struct HashRange {
 // bits that pick its buckets and tag (the low and high halves of the hash itself).
 inline uint64_t range_position(uint64_t h) noexcept { return mix64(h ^ 0x5851F42D4C957F2Dull); }
 
+// A second thread for the exact path's second key set: runs one job at a time for the calling
+// thread (fork and join once a block: a block is milliseconds of work, the hand-over
+// microseconds). It blocks every signal, as the producers do; a job's exception is rethrown by
+// wait().
+class HelperThread {
+public:
+    HelperThread() {
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, &old);
+        try {
+            thread_ = std::thread([this] { loop(); });
+        } catch (...) {
+            pthread_sigmask(SIG_SETMASK, &old, nullptr);
+            throw;
+        }
+        pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    }
+    ~HelperThread() {
+        {
+            std::lock_guard<std::mutex> g(m_);
+            stop_ = true;
+        }
+        cv_.notify_all();
+        thread_.join();
+    }
+    HelperThread(const HelperThread&) = delete;
+    HelperThread& operator=(const HelperThread&) = delete;
+    void start(std::function<void()> job) {
+        {
+            std::lock_guard<std::mutex> g(m_);
+            job_ = std::move(job);
+            busy_ = true;
+        }
+        cv_.notify_all();
+    }
+    void wait() {
+        std::unique_lock<std::mutex> g(m_);
+        cv_.wait(g, [&] { return !busy_; });
+        if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+    }
+
+private:
+    void loop() {
+        std::unique_lock<std::mutex> g(m_);
+        while (true) {
+            cv_.wait(g, [&] { return stop_ || busy_; });
+            if (stop_) return;
+            std::function<void()> job = std::move(job_);
+            g.unlock();
+            std::exception_ptr e;
+            try {
+                job();
+            } catch (...) {
+                e = std::current_exception();
+            }
+            g.lock();
+            error_ = e;
+            busy_ = false;
+            cv_.notify_all();
+        }
+    }
+    std::mutex m_;
+    std::condition_variable cv_;
+    std::function<void()> job_;
+    bool busy_ = false, stop_ = false;
+    std::exception_ptr error_;
+    std::thread thread_;
+};
+
 // Exact dedup of `inputs` (each read from `starts[i]` again for every pass after the first: the
-// caller's regular files; -1 for an input given whole as its prefix). `budget`: bytes the key set
-// may hold before its range splits (it is not a hard limit: a range of one hash cannot split,
-// and each pass needs a few blocks of input besides); `expected_keys`: a size hint for the
+// caller's regular files; -1 for an input given whole as its prefix). `budget`: bytes the key sets
+// may hold before the pass's range splits (it is not a hard limit: a range of one hash cannot
+// split, and each pass needs a few blocks of input besides); `expected_keys`: a size hint for the
 // first pass's index. The input must not change between passes: a pass that reads a different
 // number of lines or bytes throws InputChanged (its output so far is then not to be used).
+//
+// With opt.threads >= 2 the pass's range is shared by two key sets ("lanes", the lower and the
+// upper half), filled by the calling thread and a HelperThread: each lane decides its lines in
+// order, and equal keys fall in one lane, so the answers are those of one set. (The key set was
+// the pipeline's bottleneck: one thread applying it took as long with a producer thread as
+// without.) A split keeps the lower half of the pass's range and shares it out again: the lower
+// lane keeps the lower quarter and hands the keys of the second quarter to the upper lane.
 inline Result with_key_set(const std::vector<Input>& inputs, const std::vector<int64_t>& starts, int out_fd,
                            int dropped_fd, const KeyHasher& hasher, const Options& opt, uint64_t budget,
                            uint64_t expected_keys, Pipeline::Tick tick, ExactRun* info = nullptr) {
     if (starts.size() != inputs.size()) throw std::invalid_argument("with_key_set: one start offset per input");
     ExactRun run;
-    // The index for the expected keys, but no more than the budget holds at ~40 bytes a key (8.5
-    // of index, a short key and its length): an index sized for keys that do not fit would take
-    // the budget from them, and no split gives it back.
-    KeySet set(hasher, std::min(expected_keys, budget / 40));
+    const unsigned lanes = opt.threads >= 2 ? 2 : 1;
+    struct Lane {
+        HashRange range;
+        std::unique_ptr<KeySet> set;
+        std::vector<uint32_t> picked;
+    };
+    // Each index sized for its share of the expected keys, but no more than the budget holds at
+    // ~40 bytes a key (8.5 of index, a short key and its length): an index sized for keys that do
+    // not fit would take the budget from them, and no split gives it back.
+    std::vector<Lane> lane(lanes);
+    for (Lane& l : lane) {
+        fault::before_allocation();
+        l.set.reset(new KeySet(hasher, std::min(expected_keys, budget / 40) / lanes));
+    }
+    std::unique_ptr<HelperThread> helper;
+    if (lanes > 1) {
+        fault::before_allocation();
+        helper.reset(new HelperThread());
+    }
+    auto set_bytes = [&] {
+        uint64_t b = 0;
+        for (const Lane& l : lane) b += l.set->memory_bytes();
+        return b;
+    };
+    auto share_out = [&](const HashRange& r) {  // the lanes' ranges: r in `lanes` equal pieces
+        for (unsigned a = 0; a < lanes; ++a) lane[a].range = r.piece(a, lanes, r.from_line);
+    };
     std::vector<HashRange> waiting{HashRange{}};
-    double done_bytes = 0, done_width = 0;  // the key set's bytes and the width of the ranges done
+    double done_bytes = 0, done_width = 0;  // the key sets' bytes and the width of the ranges done
     std::vector<uint64_t> decided;  // bit k: line k kept (lines decided ahead of their writing pass)
-    std::vector<uint32_t> picked;
+    std::vector<unsigned char> owner;  // a block's lines: the lane deciding it, or kNoLane
+    constexpr unsigned char kNoLane = 0xFF;
     uint64_t written_to = 0;  // lines before it are written
     Result total;
     bool first = true;
@@ -874,7 +975,8 @@ inline Result with_key_set(const std::vector<Input>& inputs, const std::vector<i
                 run.splits += parts - 1;
             }
         }
-        set.clear();
+        share_out(range);
+        for (Lane& l : lane) l.set->clear();
         if (!first) {
             for (size_t i = 0; i < inputs.size(); ++i)
                 if (inputs[i].fd >= 0 && ::lseek(inputs[i].fd, static_cast<off_t>(starts[i]), SEEK_SET) < 0)
@@ -893,15 +995,43 @@ inline Result with_key_set(const std::vector<Input>& inputs, const std::vector<i
             [&](Block& b, size_t n) -> size_t {
                 if (!first && base + n > total.lines)
                     throw InputChanged("the input changed while it was read again (more lines)");
-                picked.clear();
-                if (picked.capacity() < n) {
-                    fault::before_allocation();
-                    picked.reserve(n);
+                if (owner.capacity() < n) fault::before_allocation();
+                owner.resize(n);
+                for (Lane& l : lane) {
+                    l.picked.clear();
+                    if (l.picked.capacity() < n) {
+                        fault::before_allocation();
+                        l.picked.reserve(n);
+                    }
                 }
-                for (size_t j = 0; j < n; ++j)
-                    if (range.holds(range_position(b.hashes[j]))) picked.push_back(static_cast<uint32_t>(j));
-                set.insert_unique(static_cast<uint32_t>(picked.size()), picked.data(),
-                                  [&b](size_t j) { return b.key(j); }, b.hashes.data(), b.keep.get());
+                size_t picked = 0;
+                for (size_t j = 0; j < n; ++j) {
+                    const uint64_t pos = range_position(b.hashes[j]);
+                    unsigned char o = kNoLane;
+                    for (unsigned a = 0; a < lanes; ++a)
+                        if (lane[a].range.holds(pos)) o = static_cast<unsigned char>(a);
+                    owner[j] = o;
+                    if (o != kNoLane) {
+                        lane[o].picked.push_back(static_cast<uint32_t>(j));
+                        ++picked;
+                    }
+                }
+                auto fill = [&b](Lane& l) {
+                    l.set->insert_unique(static_cast<uint32_t>(l.picked.size()), l.picked.data(),
+                                         [&b](size_t j) { return b.key(j); }, b.hashes.data(), b.keep.get());
+                };
+                if (lanes > 1 && !lane[1].picked.empty()) {
+                    helper->start([&] { fill(lane[1]); });
+                    try {
+                        fill(lane[0]);
+                    } catch (...) {
+                        helper->wait();  // (its own error, if any, gives way to this one)
+                        throw;
+                    }
+                    helper->wait();
+                } else {
+                    fill(lane[0]);
+                }
                 // Decisions a later pass writes (lines from the limit on) are kept.
                 const uint64_t lim = limit();
                 if (base + n > lim) {
@@ -910,35 +1040,44 @@ inline Result with_key_set(const std::vector<Input>& inputs, const std::vector<i
                         fault::before_allocation();
                         decided.resize(std::max<size_t>(words, decided.size() * 3 / 2));
                     }
-                    for (const uint32_t j : picked) {
-                        const uint64_t line = base + j;
-                        if (line < lim) continue;
+                    for (uint64_t line = std::max(lim, base); line < base + n; ++line) {
+                        const size_t j = static_cast<size_t>(line - base);
+                        if (owner[j] == kNoLane) continue;
                         const uint64_t bit = uint64_t(1) << (line % 64);
                         if (b.keep[j]) decided[line / 64] |= bit;
                         else decided[line / 64] &= ~bit;
                     }
                 }
-                const uint64_t set_bytes = set.memory_bytes();
-                run.peak_set_bytes = std::max(run.peak_set_bytes, set_bytes);
-                // Over budget: the range splits in halves; the set keeps the lower one and the
+                const uint64_t bytes = set_bytes();
+                run.peak_set_bytes = std::max(run.peak_set_bytes, bytes);
+                // Over budget: the range splits in halves; the lanes keep the lower one and the
                 // upper one waits for a pass of its own (its lines so far are decided).
-                if (set_bytes > budget && set.size() > 1 && range.hi - range.lo > 1024) {
+                uint64_t keys = 0;
+                for (const Lane& l : lane) keys += l.set->size();
+                if (bytes > budget && keys > 1 && range.hi - range.lo > 1024) {
                     waiting.push_back(range.piece(1, 2, base + n));
                     range = range.piece(0, 2, range.from_line);
                     ++run.splits;
-                    set.retain([&](uint64_t h) { return range.holds(range_position(h)); });
+                    share_out(range);
+                    if (lanes == 1) {
+                        lane[0].set->retain([&](uint64_t h) { return lane[0].range.holds(range_position(h)); });
+                    } else {
+                        // The upper lane's keys all leave; the lower lane's upper half goes to it.
+                        lane[1].set->clear();
+                        lane[0].set->retain([&](uint64_t h) { return lane[0].range.holds(range_position(h)); },
+                                            [&](KeySpan key, uint64_t h) {
+                                                if (lane[1].range.holds(range_position(h))) lane[1].set->add(key, h);
+                                            });
+                    }
                 }
                 // Lines no earlier pass wrote, up to the limit, are decided now: those of other
                 // ranges by an earlier pass (their bits).
                 const uint64_t from = std::max(written_to, base), to = std::min(limit(), base + n);
                 if (from < to) {
-                    if (picked.size() < n) {
-                        size_t pk = 0;
+                    if (picked < n) {
                         for (uint64_t line = from; line < to; ++line) {
                             const size_t j = static_cast<size_t>(line - base);
-                            while (pk < picked.size() && picked[pk] < j) ++pk;
-                            if (pk < picked.size() && picked[pk] == j) continue;  // decided in this pass
-                            b.keep[j] = (decided[line / 64] >> (line % 64)) & 1;
+                            if (owner[j] == kNoLane) b.keep[j] = (decided[line / 64] >> (line % 64)) & 1;
                         }
                     }
                     b.write_from = static_cast<size_t>(from - base);
@@ -959,13 +1098,15 @@ inline Result with_key_set(const std::vector<Input>& inputs, const std::vector<i
             total.status = r.status;
         }
         total.kept += r.kept;
-        run.distinct += set.size();
-        done_bytes += static_cast<double>(set.needed_bytes());
+        for (const Lane& l : lane) {
+            run.distinct += l.set->size();
+            done_bytes += static_cast<double>(l.set->needed_bytes());
+        }
         done_width += static_cast<double>(range.hi - range.lo) + 1.0;
         first = false;
         if (r.status != Status::done) break;  // (a key too long: no later pass reads past it)
     }
-    run.grows = set.grows();
+    for (const Lane& l : lane) run.grows += l.set->grows();
     if (info) *info = run;
     return total;
 }

@@ -32,6 +32,7 @@
 #include <new>
 #include <stdexcept>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "cuckoo/evict.hpp"
@@ -135,6 +136,11 @@ public:
     // without an index: it can only be destroyed (the dedup run that called it ends there).
     template <class Keep>
     uint64_t retain(Keep&& keep) {
+        return retain(std::forward<Keep>(keep), [](KeySpan, uint64_t) {});
+    }
+    // The same, handing each key that leaves to dropped(key, hash) first (to give it to another set).
+    template <class Keep, class Dropped>
+    uint64_t retain(Keep&& keep, Dropped&& dropped) {
         size_t wc = 0;  // write cursor: chunk, offset
         uint64_t wo = 0, kept = 0, kept_bytes = 0;
         for (size_t rc = 0; rc < chunks_.size(); ++rc) {
@@ -145,7 +151,10 @@ public:
                 uint64_t len;
                 const unsigned head = read_length(rec, len);
                 const uint64_t rec_size = head + len;
-                if (keep(hasher_.hash_key(rec + head, len))) {
+                const uint64_t h = hasher_.hash_key(rec + head, len);
+                if (!keep(h)) {
+                    dropped(KeySpan{rec + head, len}, h);
+                } else {
                     // The write cursor never passes the read cursor (records only leave), so the
                     // move reads before it writes: memmove for the overlap within one chunk. (It
                     // fits in chunk rc at ro >= 0 at the latest, where it already is.)
