@@ -81,7 +81,7 @@ struct InputChanged : std::runtime_error {
 };
 
 struct Options {
-    size_t block = size_t(2) << 20;  // bytes read at a time
+    size_t block = size_t(1) << 20;  // bytes read at a time
     unsigned threads = 1;            // 1: all in the calling thread; N: N - 1 producers
     uint64_t max_key = ~uint64_t(0);  // a longer key stops the run after the lines before it
     // How often (at least) the calling thread calls tick() while it works or waits.

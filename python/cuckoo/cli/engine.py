@@ -404,7 +404,7 @@ def dedup(source: Any, out: Any = None, *, exact: bool = False, store: Any = Non
         A second output (path or binary file object) for the lines not written to `out`, in input
         order, exactly as read.
     block_size
-        Bytes read at a time (default 2 MiB for a filter, 4 MiB for a store).
+        Bytes read at a time (default 1 MiB, 4 MiB for a store).
     progress
         True: a progress line on stderr; or a callable ``progress(lines, bytes)`` called after
         each block.
