@@ -149,6 +149,11 @@ def test_a_key_longer_than_a_store_key_stops_after_the_lines_before(monkeypatch)
     (dict(exact=True, filter=cuckoo.Filter(10)), ValueError),
     (dict(threads=0), ValueError),
     (dict(block_size=0), ValueError),
+    (dict(memory=1 << 20), ValueError),  # memory= is for exact=True
+    (dict(exact=True, memory=4095), ValueError),
+    (dict(exact=True, memory=True), ValueError),
+    (dict(exact=True, memory=2.5e6), ValueError),
+    (dict(store="s.ckv", memory=1 << 20), ValueError),
 ])
 def test_bad_arguments_are_refused(kwargs, error):
     with pytest.raises(error):
@@ -205,3 +210,27 @@ def test_an_unknown_input_size_grows_the_exact_index_from_memory(tmp_path):
     assert out.read_bytes() == ref_dedup(data)
     st = r.store_stats
     assert st["grows"] > 3 and st["grows_from_memory"] == st["grows"]
+
+
+def test_exact_memory_from_the_command_line(tmp_path):
+    """--memory takes K, M and G suffixes (powers of 1024) and at least 4K; it is for --exact."""
+    import subprocess
+    import sys
+
+    src = tmp_path / "in.txt"
+    src.write_bytes(b"".join(b"k%d\n" % (i % 2000) for i in range(6000)))
+    want = b"".join(b"k%d\n" % i for i in range(2000))
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "cuckoo", "dedup", *args, str(src)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, timeout=120)
+
+    small, big = run("--exact", "--memory", "8K"), run("--exact", "--memory", "1g")
+    assert small.returncode == big.returncode == 0
+    assert small.stdout == big.stdout == want
+    passes = [int(p.stderr.split(b" pass")[0].rsplit(b" ", 1)[1]) for p in (small, big)]
+    assert passes[0] > 1 and passes[1] == 1, (small.stderr, big.stderr)
+    for args in (["--exact", "--memory", "1000"], ["--exact", "--memory", "lots"], ["--memory", "1M"]):
+        p = run(*args)
+        assert p.returncode == 1 and p.stdout == b"", p.stderr
+        assert b"memory" in p.stderr.strip().splitlines()[-1]  # (argparse's usage lines come first)
