@@ -346,7 +346,11 @@ private:
             ++count_;
             return;
         }
-        const EvictResult r = evict_search(t, loc_, k.i1, k.i2, kMaxKicks, nodes_);
+        // How far the search runs ahead, as the filter chooses it (cuckoo/evict.hpp; its tables are
+        // beyond the caches from 8 MiB on, filter.hpp).
+        const size_t lookahead =
+            table_.size() > (uint64_t(8) << 20) ? evict_lookahead_beyond_caches() : kEvictLookaheadCached;
+        const EvictResult r = evict_search(t, loc_, k.i1, k.i2, kMaxKicks, nodes_, lookahead);
         if (!r.found) {
             fault::before_allocation();
             stash_.emplace(h, ref);

@@ -441,6 +441,10 @@ def dedup(source: Any, out: Any = None, *, exact: bool = False, store: Any = Non
     KeyTooLongError
         (A ``ValueError``.) A line longer than a store key (2**31 - 1 bytes): the lines before it
         are done.
+    ValueError
+        ``exact=True`` read an input file again for another pass and found other lines or bytes
+        than the first time (the file changed during the run): the output written so far is not
+        to be trusted.
     OSError
         An input that cannot be opened or read (``FileNotFoundError``, ``PermissionError``, ...,
         naming the file), or an output that cannot be written (``cuckoo_side`` says which:
