@@ -954,7 +954,7 @@ inline Result with_key_set(const std::vector<Input>& inputs, const std::vector<i
     std::vector<unsigned char> owner;  // a block's lines: the lane deciding it, or kNoLane
     constexpr unsigned char kNoLane = 0xFF;
     uint64_t written_to = 0;  // lines before it are written
-    Result total;
+    Result total, read_before;  // (read_before: the lines and bytes of the passes done)
     bool first = true;
     while (!waiting.empty()) {
         // The range that waited from the earliest line: the writing goes on from there.
@@ -990,7 +990,16 @@ inline Result with_key_set(const std::vector<Input>& inputs, const std::vector<i
             return l;
         };
         uint64_t base = 0;  // the block's first line
-        Pipeline p(inputs, out_fd, dropped_fd, hasher, opt, tick);
+        // The caller's tick sees the lines and bytes of every pass so far (its rates stay rates).
+        Pipeline::Tick pass_tick;
+        if (tick)
+            pass_tick = [&](const Result& now) {
+                Result sum = now;
+                sum.lines += read_before.lines;
+                sum.bytes += read_before.bytes;
+                return tick(sum);
+            };
+        Pipeline p(inputs, out_fd, dropped_fd, hasher, opt, pass_tick);
         Result r = p.run(
             [&](Block& b, size_t n) -> size_t {
                 if (!first && base + n > total.lines)
@@ -1098,6 +1107,8 @@ inline Result with_key_set(const std::vector<Input>& inputs, const std::vector<i
             total.status = r.status;
         }
         total.kept += r.kept;
+        read_before.lines += r.lines;
+        read_before.bytes += r.bytes;
         for (const Lane& l : lane) {
             run.distinct += l.set->size();
             done_bytes += static_cast<double>(l.set->needed_bytes());

@@ -407,7 +407,8 @@ def dedup(source: Any, out: Any = None, *, exact: bool = False, store: Any = Non
         Bytes read at a time (default 1 MiB, 4 MiB for a store).
     progress
         True: a progress line on stderr; or a callable ``progress(lines, bytes)`` called after
-        each block.
+        each block (lines and bytes read so far: with ``exact=True`` in several passes, those of
+        every pass).
     framing
         How input becomes records and keys (default :class:`LineFraming`: whole lines).
     memory
