@@ -260,4 +260,34 @@ TEST_CASE(pipeline_stops_before_a_key_longer_than_max_key) {
     }
 }
 
+// Both newline scans (the SSE2 one x86 runs, the 8-byte one elsewhere) against a byte loop, for
+// every alignment of the range, newline densities from none to all, and a callback that stops.
+TEST_CASE(newline_scans_find_every_newline_in_order) {
+    std::mt19937_64 rng(42);
+    for (int trial = 0; trial < 300; ++trial) {
+        const size_t n = rng() % 200;
+        const unsigned density = static_cast<unsigned>(rng() % 5);  // 0: none ... 4: every byte
+        std::vector<unsigned char> buf(n + 1);
+        for (auto& c : buf) c = (density && rng() % 4 < density) ? '\n' : static_cast<unsigned char>(rng() % 256);
+        const size_t from = n ? rng() % (n + 1) : 0, to = from + (n > from ? rng() % (n - from + 1) : 0);
+        std::vector<size_t> want;
+        for (size_t i = from; i < to; ++i)
+            if (buf[i] == '\n') want.push_back(i + 1);
+        const size_t stop_after = want.empty() ? 0 : rng() % (want.size() + 1);  // == size: never stops
+        for (int scan = 0; scan < 2; ++scan) {
+            std::vector<size_t> got;
+            auto line = [&](size_t e) {
+                got.push_back(e);
+                return stop_after == want.size() || got.size() < stop_after + 1;
+            };
+            const size_t stopped = scan ? cuckoo::dedup::for_each_newline(buf.data(), from, to, line)
+                                        : cuckoo::dedup::for_each_newline_portable(buf.data(), from, to, line);
+            const bool stops = stop_after < want.size();
+            std::vector<size_t> expect(want.begin(), stops ? want.begin() + stop_after + 1 : want.end());
+            CHECK(got == expect);
+            CHECK_EQ(stopped, stops ? want[stop_after] : to);
+        }
+    }
+}
+
 int main(int argc, char** argv) { return cktest::run_all(argc, argv); }

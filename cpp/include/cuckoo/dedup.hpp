@@ -159,13 +159,33 @@ struct Block {
 };
 
 // Calls line(end) with one past each '\n' of p[from, to), in order, until it returns false; returns
-// where it stopped (to when it went through). 16 bytes at a time (SSE2, which every x86-64 has;
-// 8 at a time with a bit trick elsewhere): a call of memchr per line cost more than the scan for
-// the 16-70-byte lines dedup is made for.
+// where it stopped (to when it went through). The portable form: 8 bytes at a time with a bit
+// trick (what ARM and s390x run; the tests call it on x86 too).
+template <class Line>
+size_t for_each_newline_portable(const unsigned char* p, size_t from, size_t to, Line&& line) {
+    size_t i = from;
+    constexpr uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    for (; i + 8 <= to; i += 8) {
+        // Little-endian order on every CPU: the lowest set bit of the mask is then the first byte.
+        const uint64_t w = load_le64(p + i) ^ (ones * '\n');
+        uint64_t mask = (w - ones) & ~w & highs;  // the high bit of each zero byte (exact below the first)
+        while (mask) {
+            const unsigned byte = static_cast<unsigned>(__builtin_ctzll(mask)) / 8;
+            if (p[i + byte] == '\n' && !line(i + byte + 1)) return i + byte + 1;
+            mask &= mask - 1;
+        }
+    }
+    for (; i < to; ++i)
+        if (p[i] == '\n' && !line(i + 1)) return i + 1;
+    return to;
+}
+
+// As for_each_newline_portable, 16 bytes at a time on x86 (SSE2, which every x86-64 has): a call
+// of memchr per line cost more than the scan for the 16-70-byte lines dedup is made for.
 template <class Line>
 size_t for_each_newline(const unsigned char* p, size_t from, size_t to, Line&& line) {
-    size_t i = from;
 #if defined(__SSE2__)
+    size_t i = from;
     const __m128i nl = _mm_set1_epi8('\n');
     for (; i + 16 <= to; i += 16) {
         unsigned mask = static_cast<unsigned>(
@@ -176,23 +196,12 @@ size_t for_each_newline(const unsigned char* p, size_t from, size_t to, Line&& l
             if (!line(end)) return end;
         }
     }
-#else
-    constexpr uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
-    for (; i + 8 <= to; i += 8) {
-        uint64_t w;
-        std::memcpy(&w, p + i, 8);
-        w ^= ones * '\n';
-        uint64_t mask = (w - ones) & ~w & highs;  // the high bit of each zero byte (exact below the first)
-        while (mask) {
-            const unsigned byte = static_cast<unsigned>(__builtin_ctzll(mask)) / 8;
-            if (p[i + byte] == '\n' && !line(i + byte + 1)) return i + byte + 1;
-            mask &= mask - 1;
-        }
-    }
-#endif
     for (; i < to; ++i)
         if (p[i] == '\n' && !line(i + 1)) return i + 1;
     return to;
+#else
+    return for_each_newline_portable(p, from, to, line);
+#endif
 }
 
 // Splits the block's lines and hashes their keys; marks too_long (and cuts the block before it)
