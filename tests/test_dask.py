@@ -338,7 +338,7 @@ def test_exact_dedup_series_array_empty_partitions_and_recompute(client):
 
 def test_exact_dedup_bad_arguments():
     _, ddf = _frame(np.arange(10), 2)
-    with pytest.raises(ValueError, match="exact=True uses a Store"):
+    with pytest.raises(ValueError, match="exact=True uses an exact key set"):
         cd.dedup(ddf, "k", fpr=0.01, exact=True)
     with pytest.raises(ValueError, match="shards must be an int >= 1"):
         cd.dedup(ddf, "k", exact=True, shards=0)

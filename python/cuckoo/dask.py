@@ -17,7 +17,7 @@ workers. The design and its trade-offs are described in docs/distributed.md.
   with one sequential pass that carries the filter from partition to partition; only the filter
   and one partition's keys are in a step's memory, and rows never move between workers. With
   ``exact=True`` no first occurrence is ever dropped: keys (not rows) are hashed to shards, one
-  exact ``cuckoo.Store`` per shard decides in parallel, and the rows stay in their partitions.
+  exact in-memory key set per shard decides in parallel, and the rows stay in their partitions.
 """
 
 from __future__ import annotations
@@ -39,8 +39,7 @@ except ImportError as exc:  # pragma: no cover - only without the extra
         "cuckoo.dask needs Dask: pip install 'dask[dataframe,distributed]' (or, from a clone of cuckoo, pip install '.[dask]')"
     ) from exc
 
-from ._core import Filter, FilterFullError
-from .store import Store
+from ._core import Filter, FilterFullError, _first_occurrences
 from ._grow import growable_version
 
 __all__ = ["build", "contains", "isin", "dedup"]
@@ -321,12 +320,13 @@ def _apply_mask(part: Any, mask: np.ndarray) -> Any:
 #  1. per partition: the first row of each key within the partition (the only rows that can be
 #     first overall), each one's shard (a hash of its key, the same on every worker), and per
 #     shard the row positions and keys of those rows, in row order;
-#  2. per shard: one anonymous Store takes the shard's pieces in partition order, so its "was new"
-#     mask keeps exactly the first row of each key (every row of a key goes to the one shard);
+#  2. per shard: one exact key set (_core._first_occurrences: cuckoo/key_set.hpp, the exact set
+#     of `cuckoo dedup`) takes the shard's pieces in partition order, so its "was new" mask keeps
+#     exactly the first row of each key (every row of a key goes to the one shard);
 #     returns, per partition, the rows it keeps as a packed bit mask;
 #  3. per partition: the OR of those masks over the shards selects its rows.
-# Only keys and positions cross between workers; a shard's Store holds its index in memory and its
-# keys in a temporary file.
+# Only keys and positions cross between workers; a shard's set holds its index and its keys in
+# memory for the task's length.
 
 
 def _key_series(part: Any, column: Any) -> Any:
@@ -374,7 +374,7 @@ def _row_keys(frame: Any) -> Any:
 
 
 def _store_keys(keys: Any) -> Any:
-    # What a Store reads fastest: a NumPy array for integer columns, else the Series itself (the
+    # What the key set reads fastest: a NumPy array for integer columns, else the Series itself (the
     # package's input adapter reads Arrow-backed strings through their buffers). Never a pandas
     # ExtensionArray (``Series.array``): the core would iterate it key by key as Python objects,
     # which made the shards 10x slower than the partitions' own drop_duplicates.
@@ -389,7 +389,7 @@ def _shard_of(keys: Any, shards: int) -> np.ndarray:
     import pandas as pd
 
     # pandas' hash of values (SipHash with a fixed key): the same key gives the same shard in
-    # every process, which is what sends every row of a key to one Store. Integers are hashed as
+    # every process, which is what sends every row of a key to one shard. Integers are hashed as
     # a NumPy array (vectorised, ~5 ns a key), everything else through hash_pandas_object.
     if shards == 1:
         return np.zeros(len(keys), np.uint8)
@@ -423,7 +423,7 @@ def _split_by_shard(part: Any, column: Optional[str], shards: int) -> List[Any]:
     if missing.ndim == 2:  # several key columns: a row with any missing field
         missing = missing.any(axis=1)
     if missing.any():
-        # A Store takes no missing values; pandas counts them as keys (NA equal to NA, and in an
+        # The key set takes no missing values; pandas counts them as keys (NA equal to NA, and in an
         # object column None apart from NaN). Shard 0 decides them with pandas itself.
         nulls = (candidates[missing], cand[missing].reset_index(drop=True))
         candidates, cand = candidates[~missing], cand[~missing].reset_index(drop=True)
@@ -444,25 +444,29 @@ def _shard_dedup(shard: int, *splits: List[Any]) -> List[np.ndarray]:
     answer whole (one task per partition, no per-(shard, partition) pieces in the graph)."""
     import pandas as pd
 
-    # A pure task: a new Store each time, so a retried or recomputed shard gives the same answer.
+    # A pure task: a new key set each time, so a retried or recomputed shard gives the same
+    # answer. The set holds the keys in memory (about 17 bytes an 8-byte key), which an anonymous
+    # Store did in a temporary file read back on every tag match: with 5 * 10^6 distinct int keys
+    # the shards took 1.3x the time of Dask's drop_duplicates that way (benchmarks/dask_dedup.py).
     masks = []
     null_pos: List[np.ndarray] = []
     null_keys = []
-    with Store() as store:
-        # Room for every candidate at once: the index then never grows (each growth re-reads every
-        # key from the log; 2.5 M keys in 16 pieces: 0.36 s of CPU against 0.56 s). The bound is
-        # loose only where partitions share keys, and the index (< 10 bytes a key) is smaller than
-        # the candidates' own positions and keys this task already holds.
-        store.reserve(sum(len(split[shard][1][0]) for split in splits))
-        for split in splits:  # partition order
-            rows, (pos, keys), (npos, nkeys) = split[shard]
-            mask = np.zeros(rows, dtype=bool)
-            if len(pos):
-                mask[pos[np.asarray(store.add_unique_many(keys), dtype=bool)]] = True
-            masks.append(mask)
-            null_pos.append(npos)
-            if nkeys is not None:
-                null_keys.append(nkeys)
+    pieces = []
+    for split in splits:  # partition order
+        rows, (pos, keys), (npos, nkeys) = split[shard]
+        pieces.append(keys)
+        null_pos.append(npos)
+        if nkeys is not None:
+            null_keys.append(nkeys)
+    # Any seed gives the same answer (the set is exact); a random one keeps crafted keys from
+    # piling into its stash.
+    first = _first_occurrences(pieces, secrets.randbits(64))
+    for split, is_first in zip(splits, first):
+        rows, (pos, _), _ = split[shard]
+        mask = np.zeros(rows, dtype=bool)
+        if len(pos):
+            mask[pos[is_first]] = True
+        masks.append(mask)
     if null_keys:
         # The first row of each missing-value key, by pandas' own rule, in (partition, row) order.
         first = ~pd.concat(null_keys, ignore_index=True).duplicated(keep="first").to_numpy()
@@ -570,7 +574,7 @@ def dedup(
     str or bytes). Each partition sends
     the key and row position of the first row of each of its keys to ``shards`` shards by a hash
     of the key (default: two per worker of the active distributed client, or 4, at most one per
-    partition); each shard runs one anonymous ``cuckoo.Store`` over its keys in
+    partition); each shard runs one exact in-memory key set over its keys in
     (partition, row) order, in parallel with the others; each partition then keeps the rows its
     shards found new. Keys cross between workers, rows never do. ``fpr``, ``capacity``, ``seed``
     and filter arguments are for the filter path and are refused here.
@@ -594,7 +598,7 @@ def dedup(
             column = collection.columns[0]
     if exact:
         if fpr is not None or capacity is not None or seed != 0 or filter_kwargs:
-            raise ValueError("exact=True uses a Store per shard: fpr, capacity, seed and filter arguments do not apply")
+            raise ValueError("exact=True uses an exact key set per shard: fpr, capacity, seed and filter arguments do not apply")
         return _dedup_exact(collection, column, shards)
     if shards is not None:
         raise ValueError("shards=... is for exact=True")
