@@ -234,3 +234,30 @@ def test_exact_memory_from_the_command_line(tmp_path):
         p = run(*args)
         assert p.returncode == 1 and p.stdout == b"", p.stderr
         assert b"memory" in p.stderr.strip().splitlines()[-1]  # (argparse's usage lines come first)
+
+
+def test_import_and_a_file_dedup_leave_numpy_unimported(tmp_path):
+    """`import cuckoo` and `cuckoo dedup FILE` (the native pipeline, filter and exact) run without
+    NumPy: importing it was half of the command's start-up (cuckoo._numpy). Code that needs it
+    still gets it on first use."""
+    import subprocess
+    import sys
+
+    src = tmp_path / "in.txt"
+    src.write_bytes(b"b\na\nb\r\nc\n" * 50)
+    script = (
+        "import sys, cuckoo, cuckoo.cli\n"
+        "assert 'numpy' not in sys.modules, 'import cuckoo imported numpy'\n"
+        "for extra in ([], ['--exact']):\n"
+        "    try:\n"
+        f"        cuckoo.cli.main(['dedup', *extra, {str(src)!r}, '-o', {str(tmp_path / 'out.txt')!r}])\n"
+        "    except SystemExit as e:\n"
+        "        assert not e.code, e.code\n"
+        "    assert 'numpy' not in sys.modules, f'dedup {extra} imported numpy'\n"
+        "f = cuckoo.Filter(1000)\n"
+        "f.add_many(cuckoo._numpy.np.arange(10))\n"
+        "assert 'numpy' in sys.modules and 9 in f\n"
+    )
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True)
+    assert r.returncode == 0, r.stderr.decode()
+    assert (tmp_path / "out.txt").read_bytes() == b"b\na\nc\n"

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from typing import Any, Iterator, Optional, Tuple
 
-import numpy as np
+from ._numpy import np
 
 __all__ = ["sniff_columnar", "ColumnarResult", "dedup_columnar"]
 

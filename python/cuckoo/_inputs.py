@@ -18,12 +18,16 @@ unchanged.
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, List, Optional, Tuple, Union
 
-import numpy as np
+from ._numpy import np
+
+if TYPE_CHECKING:
+    import numpy
 
 # A NumPy array, an (offsets, data) pair of NumPy arrays, or an Arrow producer (a pyarrow array).
-Part = Union[np.ndarray, Tuple[np.ndarray, np.ndarray], Any]
+# (Spelled as a string: NumPy is imported on first use, cuckoo._numpy.)
+Part = Union["numpy.ndarray", Tuple["numpy.ndarray", "numpy.ndarray"], Any]
 
 _KEY_TYPES = "keys must be integers, strings or bytes"
 

@@ -26,7 +26,7 @@ import io
 import json
 from typing import Any, Iterator, List, Optional, Sequence, Tuple, Union
 
-import numpy as np
+from ._numpy import np
 
 __all__ = ["Records", "FieldFraming", "CsvFraming", "JsonlFraming", "RecordError", "MissingFieldError", "framing_of",
            "parse_fields", "MISSING_POLICIES"]

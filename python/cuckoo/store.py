@@ -25,7 +25,7 @@ import warnings
 from collections.abc import ItemsView, Iterator, MutableMapping, ValuesView
 from typing import Any, Optional, Tuple, Union
 
-import numpy as np
+from ._numpy import np
 
 try:
     from ._core import _Store

@@ -8,7 +8,7 @@ import sys
 import time
 from typing import Any, Callable, List, Tuple
 
-import numpy as np
+from cuckoo._numpy import np
 
 import cuckoo
 from cuckoo import Filter

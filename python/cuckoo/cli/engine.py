@@ -20,7 +20,7 @@ import sys
 import time
 from typing import IO, Any, Callable, Iterable, Iterator, List, Optional, Sequence, Union
 
-import numpy as np
+from cuckoo._numpy import np
 
 import cuckoo
 from cuckoo import Filter, FilterFullError

@@ -9,7 +9,7 @@ import os
 import time
 from typing import List, Optional, Tuple
 
-import numpy as np
+from cuckoo._numpy import np
 
 import cuckoo
 from cuckoo import Filter, FilterFullError

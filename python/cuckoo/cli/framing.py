@@ -9,7 +9,7 @@ import stat
 import sys
 from typing import IO, Any, Callable, Iterator, List, Optional, Sequence, Tuple, Union
 
-import numpy as np
+from cuckoo._numpy import np
 
 from cuckoo import Filter, FilterFullError
 

@@ -10,7 +10,7 @@ import os
 import sys
 from typing import Iterator, List, Optional, Union
 
-import numpy as np
+from cuckoo._numpy import np
 
 import cuckoo
 
