@@ -239,21 +239,26 @@ def test_exact_memory_from_the_command_line(tmp_path):
 def test_import_and_a_file_dedup_leave_numpy_unimported(tmp_path):
     """`import cuckoo` and `cuckoo dedup FILE` (the native pipeline, filter and exact) run without
     NumPy: importing it was half of the command's start-up (cuckoo._numpy). Code that needs it
-    still gets it on first use."""
+    still gets it on first use. Nor do they import the standard modules only other paths need
+    (html, secrets, tempfile, dataclasses, json, csv, gzip: together about half of the rest)."""
     import subprocess
     import sys
 
     src = tmp_path / "in.txt"
     src.write_bytes(b"b\na\nb\r\nc\n" * 50)
     script = (
-        "import sys, cuckoo, cuckoo.cli\n"
+        "import sys\n"
+        "lazy = {'html', 'secrets', 'tempfile', 'dataclasses', 'json', 'csv', 'gzip'} - set(sys.modules)\n"
+        "import cuckoo, cuckoo.cli\n"
         "assert 'numpy' not in sys.modules, 'import cuckoo imported numpy'\n"
+        "assert not lazy & set(sys.modules), f'import cuckoo imported {sorted(lazy & set(sys.modules))}'\n"
         "for extra in ([], ['--exact']):\n"
         "    try:\n"
         f"        cuckoo.cli.main(['dedup', *extra, {str(src)!r}, '-o', {str(tmp_path / 'out.txt')!r}])\n"
         "    except SystemExit as e:\n"
         "        assert not e.code, e.code\n"
         "    assert 'numpy' not in sys.modules, f'dedup {extra} imported numpy'\n"
+        "    assert not lazy & set(sys.modules), f'dedup {extra} imported {sorted(lazy & set(sys.modules))}'\n"
         "f = cuckoo.Filter(1000)\n"
         "f.add_many(cuckoo._numpy.np.arange(10))\n"
         "assert 'numpy' in sys.modules and 9 in f\n"

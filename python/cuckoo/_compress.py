@@ -19,9 +19,6 @@ standard library's ``compression.zstd`` (3.14 and later).
 
 from __future__ import annotations
 
-import bz2
-import gzip
-import lzma
 import os
 import queue
 import re
@@ -85,11 +82,18 @@ def _zstd() -> Any:
 def _decompressing(fmt: str, raw: IO[bytes]) -> IO[bytes]:
     """A file object reading `raw` decompressed; multi-member gzip and multi-stream bzip2/xz/zstd
     read as one stream, as zcat, bzcat, xzcat and zstdcat do."""
+    # Each module imported where it is needed, as in _compressor: start-up of cuckoo dedup.
     if fmt == "gzip":
+        import gzip
+
         return gzip.GzipFile(fileobj=raw, mode="rb")
     if fmt == "bzip2":
+        import bz2
+
         return bz2.BZ2File(raw, mode="rb")
     if fmt == "xz":
+        import lzma
+
         return lzma.LZMAFile(raw, mode="rb")
     z = _zstd()
     if hasattr(z, "ZstdFile"):  # the standard library's
@@ -478,12 +482,14 @@ class CompressingWriter:
 def _compressor(fmt: str, level: Optional[int]) -> "tuple[Callable[[bytes], bytes], Callable[[], bytes], Callable[[], bytes]]":
     """(compress, sync, end) of a streaming compressor: sync ends a block so that everything given
     so far can be decompressed; end finishes the stream."""
-    import zlib
-
     if fmt == "gzip":
+        import zlib
+
         c = zlib.compressobj(6 if level is None else level, zlib.DEFLATED, 31)  # 31: a gzip header
         return c.compress, lambda: c.flush(zlib.Z_SYNC_FLUSH), c.flush
     if fmt == "xz":
+        import lzma
+
         c = lzma.LZMACompressor(preset=level)
         # xz has no sync point inside a stream: a flush ends the stream and starts another (xz
         # reads concatenated streams as one).
@@ -496,6 +502,8 @@ def _compressor(fmt: str, level: Optional[int]) -> "tuple[Callable[[bytes], byte
 
         return lambda b: state["c"].compress(b), sync, lambda: state["c"].flush()
     if fmt == "bzip2":
+        import bz2
+
         holder = {"c": bz2.BZ2Compressor(9 if level is None else level)}
 
         def bsync() -> bytes:  # likewise: bzip2 streams concatenate

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 from typing import Any, List, Tuple
 
 
@@ -38,6 +37,8 @@ def filter_repr(f: Any) -> str:
 
 
 def filter_repr_html(f: Any) -> str:
+    import html  # imported here: start-up of cuckoo dedup
+
     rows = "".join(
         f"<tr><th style='text-align:left'>{html.escape(k)}</th><td style='text-align:left'>{html.escape(v)}</td></tr>"
         for k, v in _rows(f)

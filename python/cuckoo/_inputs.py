@@ -22,12 +22,15 @@ from typing import TYPE_CHECKING, Any, List, Optional, Tuple, Union
 
 from ._numpy import np
 
+# A NumPy array, an (offsets, data) pair of NumPy arrays, or an Arrow producer (a pyarrow array).
+# For the type checker only: NumPy is imported on first use (cuckoo._numpy), and the alias spelled
+# with strings cost 3 ms of `import cuckoo` (typing compiles them; a process's first compile()).
 if TYPE_CHECKING:
     import numpy
 
-# A NumPy array, an (offsets, data) pair of NumPy arrays, or an Arrow producer (a pyarrow array).
-# (Spelled as a string: NumPy is imported on first use, cuckoo._numpy.)
-Part = Union["numpy.ndarray", Tuple["numpy.ndarray", "numpy.ndarray"], Any]
+    Part = Union[numpy.ndarray, Tuple[numpy.ndarray, numpy.ndarray], Any]
+else:
+    Part = Any
 
 _KEY_TYPES = "keys must be integers, strings or bytes"
 

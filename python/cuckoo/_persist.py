@@ -15,13 +15,13 @@ import errno
 import mmap as _mmap
 import os
 import re
-import secrets
 import stat
 from typing import Any, Callable, Optional, Tuple, Union
 
 from . import _core
 
-PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
+# Not spelled as strings: typing compiles those, and a process's first compile() costs 3 ms.
+PathLike = Union[str, bytes, os.PathLike[str], os.PathLike[bytes]]
 
 # "scheme://...": a URL for fsspec (two letters at least, so that "C://x" stays a Windows path)
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
@@ -74,7 +74,7 @@ def _temp_prefix(path: str) -> str:
 def _temp_path(path: str) -> str:
     # The writer's process id is part of the name: a later save can tell the temporaries of a
     # process that died (kill -9 mid-save) from those of a save still running (_remove_stale).
-    return f"{_temp_prefix(path)}{os.getpid()}.{secrets.token_hex(6)}.tmp"
+    return f"{_temp_prefix(path)}{os.getpid()}.{os.urandom(6).hex()}.tmp"
 
 
 def _remove_stale(path: str) -> None:

@@ -21,9 +21,7 @@ it are done. Bytes are never changed: records are written exactly as read.
 
 from __future__ import annotations
 
-import csv
 import io
-import json
 from typing import Any, Iterator, List, Optional, Sequence, Tuple, Union
 
 from ._numpy import np
@@ -284,6 +282,8 @@ class FieldFraming:
 
 
 def _json_key(value: Any) -> bytes:
+    import json  # imported here: start-up of cuckoo dedup
+
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass")
 
 
@@ -301,6 +301,8 @@ class JsonlFraming:
     def _lookup(self, line: bytes, number: int) -> Optional[bytes]:
         if not line.strip():
             return None  # a blank line has no field
+        import json  # imported here: start-up of cuckoo dedup
+
         try:
             value = json.loads(line)
         except ValueError as exc:
@@ -380,6 +382,8 @@ class CsvFraming:
         return header.index(col)
 
     def blocks(self, source: Any, block: int, max_key: Optional[int] = None) -> Iterator[Records]:
+        import csv  # imported here: start-up of cuckoo dedup
+
         raw_lines = self._physical_lines(source, block)
         consumed: List[bytes] = []
 

@@ -23,7 +23,7 @@ workers. The design and its trade-offs are described in docs/distributed.md.
 from __future__ import annotations
 
 import math
-import secrets
+import os
 import uuid
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -123,7 +123,7 @@ def _filter_params(total: int, capacity: Optional[int], fpr: Optional[float], se
         )
     if seed is None or (isinstance(seed, str) and seed == "random"):
         # A secret seed, drawn once here: every partition filter must share it to merge exactly.
-        seed = secrets.randbits(64)
+        seed = int.from_bytes(os.urandom(8), "big")
     params = dict(kwargs)
     params.update(capacity=max(int(total), 1) if capacity is None else capacity, fpr=fpr, seed=seed)
     # Check the parameters on the client, cheaply (capacity 1), so mistakes raise here, not on a worker.
@@ -460,7 +460,7 @@ def _shard_dedup(shard: int, *splits: List[Any]) -> List[np.ndarray]:
             null_keys.append(nkeys)
     # Any seed gives the same answer (the set is exact); a random one keeps crafted keys from
     # piling into its stash.
-    first = _first_occurrences(pieces, secrets.randbits(64))
+    first = _first_occurrences(pieces, int.from_bytes(os.urandom(8), "big"))
     for split, is_first in zip(splits, first):
         rows, (pos, _), _ = split[shard]
         mask = np.zeros(rows, dtype=bool)

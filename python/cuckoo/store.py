@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
-import tempfile
 import warnings
 from collections.abc import ItemsView, Iterator, MutableMapping, ValuesView
 from typing import Any, Optional, Tuple, Union
@@ -65,16 +63,18 @@ class Store(MutableMapping):
                 "cuckoo.Store is not available on Windows: its log needs POSIX file operations (mmap, "
                 "flock, fdatasync). cuckoo.Filter works on every platform.")
         if seed is None:
-            seed = secrets.randbits(64)
+            seed = int.from_bytes(os.urandom(8), "big")
         elif isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
             raise TypeError("seed must be None or an int in [0, 2**64)")
         if isinstance(tag_bits, bool) or not isinstance(tag_bits, int):
             raise TypeError("tag_bits must be an int")
-        log_id = secrets.randbits(64)
+        log_id = int.from_bytes(os.urandom(8), "big")
         self._path = None if path is None else os.fspath(path)
         if self._path is None:
             if readonly:
                 raise ValueError("readonly=True needs a path")
+            import tempfile  # imported here: start-up of cuckoo dedup
+
             with tempfile.TemporaryFile(prefix="cuckoo-store-") as tmp:
                 self._s = _Store.on_fd(tmp.fileno(), seed, tag_bits, log_id)  # keeps its own duplicate
         else:
@@ -236,7 +236,7 @@ class Store(MutableMapping):
         or the new one, never a mix), and writes a fresh index snapshot."""
         if self._path is None:
             raise ValueError("compact() needs a store with a path")
-        self._s.compact(secrets.randbits(64))
+        self._s.compact(int.from_bytes(os.urandom(8), "big"))
 
     def snapshot(self) -> None:
         """Writes the index snapshot now (close() does it too): reopening then reads the index

@@ -4,7 +4,6 @@ they read and write."""
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 from typing import List, Optional, Tuple
@@ -243,6 +242,8 @@ def cmd_info(args: argparse.Namespace) -> int:
     info = filter_info(f, args.filter)
     info["verified"] = args.verify
     if args.json:
+        import json  # imported here: start-up of cuckoo dedup
+
         write_stdout(json.dumps(info, indent=2) + "\n")
         return EXIT_OK
     bpi = info["bits_per_item"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import sys
 from typing import Iterator, List, Optional, Union
@@ -256,6 +255,8 @@ def cmd_store_info(args: argparse.Namespace) -> int:
         info = {"path": args.store, "seed": store.seed, "tag_bits": store.tag_bits, **st}
     st = info
     if args.json:
+        import json  # imported here: start-up of cuckoo dedup
+
         write_stdout(json.dumps(info, indent=2) + "\n")
         return EXIT_OK
     write_stdout(f"store {args.store}: {st['live_keys']:,} keys\n")
