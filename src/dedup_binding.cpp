@@ -5,6 +5,7 @@
 #include "dedup_binding.hpp"
 
 #include "cuckoo/key_set.hpp"
+#include "cuckoo/line_sample.hpp"
 #include "filter_binding.hpp"
 #include "keys.hpp"
 
@@ -36,6 +37,22 @@ void register_dedup(FilterClass& cls) {
 }
 
 void register_dedup_exact(py::module_& m) {
+    // For cuckoo.cli.estimate: the counts (keys, distinct, once, twice) of the lines of sampled
+    // windows, each given as (bytes-like, starts the input, ends the input).
+    m.def("_sample_counts", [](const py::list& windows) {
+        cuckoo::LineSample sample;
+        for (const py::handle w : windows) {
+            const auto t = w.cast<py::tuple>();
+            if (t.size() != 3) throw py::value_error("_sample_counts: each window is (data, whole_start, whole_end)");
+            py::buffer_info info = py::reinterpret_borrow<py::buffer>(t[0]).request();
+            if (info.ndim != 1 || info.itemsize != 1) throw py::value_error("_sample_counts: a window is bytes");
+            sample.add_window(static_cast<const unsigned char*>(info.ptr), static_cast<size_t>(info.size),
+                              t[1].cast<bool>(), t[2].cast<bool>());
+        }
+        const cuckoo::SampleCounts c = sample.counts();
+        return py::make_tuple(c.keys, c.distinct, c.once, c.twice);
+    }, py::arg("windows"));
+
     // For cuckoo.dask's exact shards: per sequence of keys (the shard's pieces, in partition
     // order), whether each key is the first of its value over all of them, by one in-memory key
     // set (cuckoo/key_set.hpp). A pure function: the set lives for the call only, so a failure

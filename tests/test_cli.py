@@ -5,6 +5,7 @@ against an exact reference written in plain Python."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import shutil
@@ -465,6 +466,67 @@ def test_distinct_estimate_of_a_heavy_head_and_an_unseen_tail():
         assert distinct / 2 <= est <= 2 * distinct, (seed, est, distinct)
     only_head = [b"%d" % k for k in (rng.zipf(1.3, size=50_000) % 300).tolist()]
     assert len(set(only_head)) <= cli.distinct_estimate(only_head, n_lines, False) <= 400
+
+
+def _sample_keys_model(data: bytes, whole_start: bool, whole_end: bool) -> list:
+    """The keys of the complete lines of a window (a partial first or last line left out unless
+    the window starts or ends the input; one '\\r' before '\\n' dropped)."""
+    lines = data.split(b"\n")
+    if not whole_start:
+        lines = lines[1:]
+    if lines and (not whole_end or lines[-1] == b""):
+        lines = lines[:-1]
+    return [k[:-1] if k.endswith(b"\r") else k for k in lines]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.sampled_from([b"a", b"b", b"\r", b"\n", b"\x00", b"ab\r\n", b"\n\n"]),
+                                   max_size=30).map(b"".join),
+                          st.booleans(), st.booleans()), max_size=5))
+def test_sample_counts_equal_a_model_of_the_sampled_lines(windows):
+    """The native counts of sampled windows (keys, distinct, once, twice) equal those of a Python
+    model that splits them as the old Python sampling did."""
+    from collections import Counter
+
+    keys = [k for data, start, end in windows for k in _sample_keys_model(data, start, end)]
+    counts = Counter(keys)
+    want = (len(keys), len(counts), sum(c == 1 for c in counts.values()), sum(c == 2 for c in counts.values()))
+    assert cuckoo._core._sample_counts(windows) == want
+    d = want[1]
+    assert cli.estimate_from_counts(*want, total_lines=10 * len(keys)) >= d
+
+
+def test_sample_counts_reject_a_malformed_window():
+    with pytest.raises(ValueError, match="window"):
+        cuckoo._core._sample_counts([(b"a\n", True)])
+    with pytest.raises(ValueError, match="bytes"):
+        cuckoo._core._sample_counts([(np.zeros(3, dtype=np.int32), True, True)])
+
+
+def test_estimate_of_a_sampled_file_matches_the_python_sampling(tmp_path):
+    """A file larger than the sample: the windows of estimate_input give the same estimate as the
+    Python split-and-Counter sampling it replaced (distinct_estimate over the model's keys)."""
+    from cuckoo.cli import estimate as est
+    from cuckoo.cli.framing import Source
+
+    rng = random.Random(3)
+    lines = [b"%d\r\n" % rng.randrange(300_000) if rng.random() < 0.5 else b"k%d\n" % rng.randrange(50_000)
+             for _ in range(400_000)]
+    p = tmp_path / "in.txt"
+    p.write_bytes(b"".join(lines))
+    size = p.stat().st_size
+    assert size > est.SAMPLE_WINDOWS * est.SAMPLE_WINDOW
+    windows, n_lines = est._sample_file(str(p), size)
+    keys = [k for w in windows for k in _sample_keys_model(*w)]
+    want = math.ceil(cli.distinct_estimate(keys, n_lines, False))
+    got, known, total = est.estimate_input([Source(str(p))], 1 << 20)
+    assert known and total == n_lines
+    assert got == want
+    assert 0.5 * len(set(lines)) <= got <= 2 * len(set(lines))
+    # a small file is read whole and counted exactly
+    small = tmp_path / "small.txt"
+    small.write_bytes(b"x\ny\r\nx\nz")
+    assert est.estimate_input([Source(str(small))], 1 << 20) == (3, True, 4)
 
 
 def test_dedup_progress_only_when_asked():

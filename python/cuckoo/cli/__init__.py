@@ -52,8 +52,8 @@ from .framing import (
     MAX_S_WIDTH, MIN_EXACT_GROUP, Lines, Source, LineTooLong, read_lines, sources_of, iter_blocks,
 )
 from .estimate import (
-    SAMPLE_WINDOWS, SAMPLE_WINDOW, distinct_estimate, estimate_keys, STDIN_CAPACITY, MIN_CAPACITY, GROWABLE_START,
-    new_filter, sized_filter,
+    SAMPLE_WINDOWS, SAMPLE_WINDOW, distinct_estimate, estimate_from_counts, estimate_keys, STDIN_CAPACITY,
+    MIN_CAPACITY, GROWABLE_START, new_filter, sized_filter,
 )
 from .output import (
     Progress, write_error, write_stdout, store_files, refuse_clobber, inputs_of, Output,

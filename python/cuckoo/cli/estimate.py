@@ -7,10 +7,14 @@ import collections
 import math
 from typing import Any, List, Optional, Tuple
 
-from cuckoo import Filter
+from cuckoo import Filter, _core
 
 from .framing import Source
 
+
+# A sampled piece of input: (its bytes, it starts the input, it ends the input); the lines in it
+# are counted by _core._sample_counts (cpp/include/cuckoo/line_sample.hpp).
+Window = Tuple[bytes, bool, bool]
 
 # Sampling a regular file to estimate its distinct lines: this many windows of SAMPLE_WINDOW bytes.
 SAMPLE_WINDOWS = 16
@@ -18,17 +22,6 @@ SAMPLE_WINDOW = 1 << 16
 
 
 # ---- sizing and filters ----------------------------------------------------------------------
-
-
-def _sample_keys(data: bytes, whole_start: bool, whole_end: bool) -> List[bytes]:
-    """The keys of the complete lines in `data` (a window of a file: a partial first or last line
-    is dropped unless the window starts or ends the file)."""
-    lines = data.split(b"\n")
-    if not whole_start:
-        lines = lines[1:]
-    if lines and (not whole_end or lines[-1] == b""):
-        lines = lines[:-1]
-    return [k[:-1] if k.endswith(b"\r") else k for k in lines]
 
 
 # Keys seen exactly twice in a sample before Chao's estimate caps N f1/n (its relative error is
@@ -56,9 +49,14 @@ def distinct_estimate(sample: List[bytes], total_lines: float, complete: bool) -
     if complete or not sample:
         return float(len(set(sample)))
     counts = collections.Counter(sample)
-    n, d = len(sample), len(counts)
-    f1 = sum(1 for c in counts.values() if c == 1)
-    f2 = sum(1 for c in counts.values() if c == 2)
+    return estimate_from_counts(len(sample), len(counts), sum(1 for c in counts.values() if c == 1),
+                                sum(1 for c in counts.values() if c == 2), total_lines)
+
+
+def estimate_from_counts(n: int, d: int, f1: int, f2: int, total_lines: float) -> float:
+    """distinct_estimate from the sample's counts: n keys, d distinct, f1 seen once, f2 twice."""
+    if n == 0:
+        return 0.0
     scale = max(total_lines / n, 1.0)
     gee = math.sqrt(scale) * f1 + (d - f1)
     mostly_distinct = total_lines * f1 / n
@@ -79,19 +77,22 @@ def estimate_keys(sources: List[Source], block: int) -> Tuple[int, bool]:
 
 def estimate_input(sources: List[Source], block: int) -> Tuple[int, bool, float]:
     """estimate_keys, and the estimated number of lines (0 when unknown)."""
-    keys: List[bytes] = []
+    windows: List[Window] = []
     total = 0.0
     complete = True
     for src in sources:
         size = src.regular_size()
         if size is not None and src.path is not None:
             try:
-                sample, lines = _sample_file(src.path, size)
+                file_windows, lines = _sample_file(src.path, size)
             except OSError as exc:
                 raise src.input_error(exc) from None
-            keys.extend(sample)
+            windows.extend(file_windows)
+            if lines is None:  # read whole: its lines are all in the sample
+                lines = _core._sample_counts(file_windows)[0]
+            else:
+                complete = False
             total += lines
-            complete = complete and lines == len(sample)
             continue
         # stdin or a pipe: read two blocks ahead; if that was all of it, count exactly; if it is
         # a regular file (`< big.txt`), scale the sample by its size; else the size is unknown.
@@ -99,26 +100,28 @@ def estimate_input(sources: List[Source], block: int) -> Tuple[int, bool, float]
         rest = src.read(block) if chunk else b""
         src.pushed.extend(piece for piece in (chunk, rest) if piece)
         head = chunk + rest
-        sample = _sample_keys(head, True, not rest or src.eof)
+        window = (head, True, not rest or src.eof)
         if rest and not src.eof:
             if size is None:
                 return 0, False, 0.0
             complete = False
             total += size / max(len(head) / max(head.count(b"\n"), 1), 1.0)
         else:
-            total += len(sample)
-        keys.extend(sample)
-    return int(math.ceil(distinct_estimate(keys, total, complete))), True, total
+            total += _core._sample_counts([window])[0]
+        windows.append(window)
+    n, d, f1, f2 = _core._sample_counts(windows)
+    estimate = float(d) if complete else estimate_from_counts(n, d, f1, f2, total)
+    return int(math.ceil(estimate)), True, total
 
 
-def _sample_file(path: str, size: int) -> Tuple[List[bytes], float]:
-    """(keys of the sampled lines, estimated lines of the file): the whole file when it is at most
-    SAMPLE_WINDOWS windows, else SAMPLE_WINDOWS windows spread evenly over it. Raises OSError."""
+def _sample_file(path: str, size: int) -> Tuple[List[Window], Optional[float]]:
+    """(sampled windows of the file, its estimated lines): the whole file as one window (lines
+    None: they are all in the sample) when it is at most SAMPLE_WINDOWS windows, else
+    SAMPLE_WINDOWS windows spread evenly over it. Raises OSError."""
     with open(path, "rb") as fh:
         if size <= SAMPLE_WINDOWS * SAMPLE_WINDOW:
-            sample = _sample_keys(fh.read(), True, True)
-            return sample, float(len(sample))
-        keys: List[bytes] = []
+            return [(fh.read(), True, True)], None
+        windows: List[Window] = []
         nbytes = newlines = 0
         for k in range(SAMPLE_WINDOWS):
             off = (size - SAMPLE_WINDOW) * k // (SAMPLE_WINDOWS - 1)
@@ -126,8 +129,8 @@ def _sample_file(path: str, size: int) -> Tuple[List[bytes], float]:
             piece = fh.read(SAMPLE_WINDOW)
             nbytes += len(piece)
             newlines += piece.count(b"\n")
-            keys.extend(_sample_keys(piece, off == 0, off + len(piece) >= size))
-    return keys, size / max(nbytes / max(newlines, 1), 1.0)
+            windows.append((piece, off == 0, off + len(piece) >= size))
+    return windows, size / max(nbytes / max(newlines, 1), 1.0)
 
 
 # Capacity for input whose size cannot be known in advance (a pipe longer than one block) when
