@@ -588,14 +588,20 @@ protected:
                     if (new_flags) new_flags[start + x] = true;
                     continue;
                 }
-                // Not as planned, no room, or (unique) maybe present: the scalar way.
+                // Not as planned, no room, or (unique) maybe present: the scalar way. A key the plan
+                // found present (a repeat: most keys of a dedup) needs no locating: 3.6% of a
+                // `cuckoo dedup` profile on 10^7 hex lines, 57% of them repeats, was that locate.
+                if (unique && as_planned && (plan.present >> x & 1)) {
+                    if (new_flags) new_flags[start + x] = false;
+                    continue;
+                }
                 const KeyHash k = loc.locate(hash[x]);
-                if (unique) {
-                    const bool present = as_planned ? (plan.present >> x & 1) != 0
-                                                    : probe.either_contains<Shape>(bit1, bit2, probe.pattern_of(k.fp));
+                if (unique && !as_planned) {
+                    const bool present = probe.either_contains<Shape>(bit1, bit2, probe.pattern_of(k.fp));
                     if (new_flags) new_flags[start + x] = !present;
                     if (present) continue;
                 }
+                if (unique && as_planned && new_flags) new_flags[start + x] = true;  // planned absent, no room
                 if ((!as_planned && place_if_room<Shape>(probe, k, bit1, bit2)) || insert_located(k)) continue;
                 count_ += placed;
                 stats_.inserts += placed;
