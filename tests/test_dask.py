@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+import time
 
 import numpy as np
 import pytest
@@ -207,11 +208,19 @@ def test_contains_ships_the_filter_once(client):
     # The filter's bytes appear in no task: the 16 partition tasks depend on one scattered key.
     graph = dict(mask.__dask_graph__())
     assert f.to_bytes()[:4096] not in pickle.dumps(graph)
-    who_has = client.who_has()
     # Only this call's scattered filter: earlier tests' filters may still be on their way out.
     deps = {str(d) for task in graph.values() for d in getattr(task, "dependencies", ())}
-    held = [k for k in who_has if str(k).startswith("Filter-") and str(k) in deps]
-    assert held and all(len(who_has[k]) == 2 for k in held)  # broadcast to both workers
+    # Broadcast to both workers. The scheduler learns of each replica when its worker reports it,
+    # so its view may trail the scatter for a moment (a full run under load once saw one replica):
+    # ask again for up to 10 s.
+    deadline = time.monotonic() + 10
+    while True:
+        who_has = client.who_has()
+        held = [k for k in who_has if str(k).startswith("Filter-") and str(k) in deps]
+        if (held and all(len(who_has[k]) == 2 for k in held)) or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert held and all(len(who_has[k]) == 2 for k in held), who_has
     np.testing.assert_array_equal(mask.compute().to_numpy(), f.contains_many(keys))
 
 
