@@ -260,9 +260,9 @@ TEST_CASE(pipeline_stops_before_a_key_longer_than_max_key) {
     }
 }
 
-// Both newline scans (the SSE2 one x86 runs, the 8-byte one elsewhere) against a byte loop, for
-// every alignment of the range, newline densities from none to all, and a callback that stops.
-TEST_CASE(newline_scans_find_every_newline_in_order) {
+// The 8-byte newline scan (what ARM and s390x run) against a byte loop, for every alignment of
+// the range, newline densities from none to all, and a callback that stops.
+TEST_CASE(portable_newline_scan_finds_every_newline_in_order) {
     std::mt19937_64 rng(42);
     for (int trial = 0; trial < 300; ++trial) {
         const size_t n = rng() % 200;
@@ -274,19 +274,41 @@ TEST_CASE(newline_scans_find_every_newline_in_order) {
         for (size_t i = from; i < to; ++i)
             if (buf[i] == '\n') want.push_back(i + 1);
         const size_t stop_after = want.empty() ? 0 : rng() % (want.size() + 1);  // == size: never stops
-        for (int scan = 0; scan < 2; ++scan) {
-            std::vector<size_t> got;
-            auto line = [&](size_t e) {
-                got.push_back(e);
-                return stop_after == want.size() || got.size() < stop_after + 1;
-            };
-            const size_t stopped = scan ? cuckoo::dedup::for_each_newline(buf.data(), from, to, line)
-                                        : cuckoo::dedup::for_each_newline_portable(buf.data(), from, to, line);
-            const bool stops = stop_after < want.size();
-            std::vector<size_t> expect(want.begin(), stops ? want.begin() + stop_after + 1 : want.end());
-            CHECK(got == expect);
-            CHECK_EQ(stopped, stops ? want[stop_after] : to);
+        std::vector<size_t> got;
+        auto line = [&](size_t e) {
+            got.push_back(e);
+            return stop_after == want.size() || got.size() < stop_after + 1;
+        };
+        const size_t stopped = cuckoo::dedup::for_each_newline_portable(buf.data(), from, to, line);
+        const bool stops = stop_after < want.size();
+        std::vector<size_t> expect(want.begin(), stops ? want.begin() + stop_after + 1 : want.end());
+        CHECK(got == expect);
+        CHECK_EQ(stopped, stops ? want[stop_after] : to);
+    }
+}
+
+// newline_ends (64-byte windows on x86, four ends written unconditionally) against a byte loop:
+// windows with no newline, one to four (the unconditional writes), more (the loop after them) and
+// 64, buffers of every length around the window size, and no write past the slack it asks for.
+TEST_CASE(newline_ends_lists_every_newline_in_order) {
+    std::mt19937_64 rng(7);
+    for (int trial = 0; trial < 2000; ++trial) {
+        const size_t n = trial < 300 ? static_cast<size_t>(trial) : rng() % 1000;
+        const unsigned density = static_cast<unsigned>(rng() % 7);  // 0: none ... 6: every byte
+        std::vector<unsigned char> buf(n);
+        for (auto& c : buf) {
+            const bool nl = density == 6 || (density && rng() % 64 < (1u << density));
+            c = nl ? '\n' : static_cast<unsigned char>(rng() % 256);
         }
+        std::vector<uint64_t> want;
+        for (size_t i = 0; i < n; ++i)
+            if (buf[i] == '\n') want.push_back(i + 1);
+        constexpr uint64_t canary = 0xDEADBEEFCAFEF00Dull;
+        std::vector<uint64_t> ends(want.size() + cuckoo::dedup::kNewlineSlack + 4, canary);
+        const size_t count = cuckoo::dedup::newline_ends(buf.data(), n, ends.data());
+        CHECK_EQ(count, want.size());
+        CHECK(std::vector<uint64_t>(ends.begin(), ends.begin() + static_cast<long>(count)) == want);
+        for (size_t k = want.size() + cuckoo::dedup::kNewlineSlack; k < ends.size(); ++k) CHECK_EQ(ends[k], canary);
     }
 }
 

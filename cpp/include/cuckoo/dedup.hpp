@@ -141,7 +141,8 @@ struct Block {
     bool too_long = false;     // the line after this block's lines has a key longer than max_key
     bool end = false;          // no more input
     std::exception_ptr error;  // what reading it threw
-    std::vector<uint64_t> line_end;  // one past each line's '\n'
+    std::unique_ptr<uint64_t[]> line_end;  // one past each line's '\n' (line_count of them)
+    size_t line_count = 0, line_cap = 0;
     std::vector<uint64_t> hashes;
     std::unique_ptr<bool[]> keep;
     size_t keep_cap = 0;
@@ -149,7 +150,7 @@ struct Block {
     // path's later passes write only lines no pass wrote and every pass has decided). Reset to
     // all of them with each block read.
     size_t write_from = 0, write_to = SIZE_MAX;
-    size_t lines() const noexcept { return line_end.size(); }
+    size_t lines() const noexcept { return line_count; }
     // Line j's key: the line without its '\n' and one '\r' before it.
     KeySpan key(size_t j) const noexcept {
         const size_t start = j ? line_end[j - 1] : 0, end = line_end[j] - 1;
@@ -180,55 +181,78 @@ size_t for_each_newline_portable(const unsigned char* p, size_t from, size_t to,
     return to;
 }
 
-// As for_each_newline_portable, 16 bytes at a time on x86 (SSE2, which every x86-64 has): a call
-// of memchr per line cost more than the scan for the 16-70-byte lines dedup is made for.
-template <class Line>
-size_t for_each_newline(const unsigned char* p, size_t from, size_t to, Line&& line) {
+// Room newline_ends needs past the newlines it finds: it writes a few entries beyond its count.
+constexpr size_t kNewlineSlack = 8;
+
+// Writes one past each '\n' of p[0, n) to ends[0..), in order, and returns how many there are;
+// ends needs room for that many plus kNewlineSlack. On x86 it takes 64 bytes at a time (four
+// SSE2 compares into one 64-bit mask) and writes the first four ends of a mask unconditionally:
+// a window of 16-70-byte lines holds one to four, so there is no branch a line to mispredict
+// (the 16-byte scan with a callback a newline that this replaces mispredicted about once a
+// line).
+inline size_t newline_ends(const unsigned char* p, size_t n, uint64_t* ends) noexcept {
+    size_t count = 0, i = 0;
 #if defined(__SSE2__)
-    size_t i = from;
     const __m128i nl = _mm_set1_epi8('\n');
-    for (; i + 16 <= to; i += 16) {
-        unsigned mask = static_cast<unsigned>(
-            _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i)), nl)));
-        while (mask) {
-            const size_t end = i + static_cast<size_t>(__builtin_ctz(mask)) + 1;
+    auto bits = [&](size_t at) {
+        return static_cast<uint64_t>(static_cast<unsigned>(
+            _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + at)), nl))));
+    };
+    constexpr uint64_t top = uint64_t(1) << 63;  // (keeps ctz defined once the mask is empty)
+    for (; i + 64 <= n; i += 64) {
+        uint64_t mask = bits(i) | bits(i + 16) << 16 | bits(i + 32) << 32 | bits(i + 48) << 48;
+        uint64_t* w = ends + count;
+        const uint64_t base = i + 1;
+        for (unsigned k = 0; k < 4; ++k) {  // an entry past the newlines is overwritten later
+            w[k] = base + static_cast<uint64_t>(__builtin_ctzll(mask | top));
+            count += mask != 0;
             mask &= mask - 1;
-            if (!line(end)) return end;
+        }
+        while (mask) {
+            ends[count++] = base + static_cast<uint64_t>(__builtin_ctzll(mask));
+            mask &= mask - 1;
         }
     }
-    for (; i < to; ++i)
-        if (p[i] == '\n' && !line(i + 1)) return i + 1;
-    return to;
-#else
-    return for_each_newline_portable(p, from, to, line);
 #endif
+    for_each_newline_portable(p, i, n, [&](size_t e) {
+        ends[count++] = e;
+        return true;
+    });
+    return count;
 }
 
 // Splits the block's lines and hashes their keys; marks too_long (and cuts the block before it)
 // at the first key longer than max_key.
 inline void split_and_hash(Block& b, const KeyHasher& hasher, uint64_t max_key) {
-    b.line_end.clear();
+    b.line_count = 0;
     const unsigned char* p = b.data.p.get();
-    // Room for every line a block of this size can hold at once (a line is at least its '\n'):
-    // no check per line.
-    if (b.line_end.capacity() < b.used) {
+    // Room for every line a block of this size can hold (a line is at least its '\n'): no check
+    // per line. The entries are not initialized: only those of the lines are ever written (and
+    // take memory), and the slack of 1/8 keeps a block a little larger than the last from
+    // allocating again.
+    if (b.line_cap < b.used + kNewlineSlack) {
+        const size_t cap = b.used + b.used / 8 + kNewlineSlack;
         fault::before_allocation();
-        b.line_end.reserve(b.used);
+        b.line_end.reset(new uint64_t[cap]);
+        b.line_cap = cap;
     }
-    size_t start = 0;
-    for_each_newline(p, 0, b.used, [&](size_t e) {
-        uint64_t klen = e - 1 - start;
-        if (klen && p[e - 2] == '\r') --klen;
-        if (klen > max_key) {
-            b.used = start;
-            b.too_long = true;
-            return false;
+    size_t n = newline_ends(p, b.used, b.line_end.get());
+    if (max_key < b.used) {  // a key may pass max_key: the block ends before the first that does
+        uint64_t start = 0;
+        for (size_t j = 0; j < n; ++j) {
+            const uint64_t e = b.line_end[j];
+            uint64_t klen = e - 1 - start;
+            if (klen && p[e - 2] == '\r') --klen;
+            if (klen > max_key) {
+                b.used = start;
+                b.too_long = true;
+                n = j;
+                break;
+            }
+            start = e;
         }
-        b.line_end.push_back(e);
-        start = e;
-        return true;
-    });
-    const size_t n = b.lines();
+    }
+    b.line_count = n;
     if (n > b.hashes.capacity()) fault::before_allocation();
     b.hashes.resize(n);
     const unsigned char* ptr[kBatchBlock];
@@ -466,10 +490,16 @@ private:
         sigfillset(&all);
         pthread_sigmask(SIG_BLOCK, &all, &old);
         try {
-            for (unsigned t = 0; t < n; ++t) threads_.emplace_back([this] { produce(); });
-            if (writer) {
-                threads_.emplace_back([this] { write_behind(); });
-                has_writer_ = true;
+            if (writer && n == 1) {
+                // One producer and the writer: one thread for both (see produce_and_write).
+                has_writer_ = writes_with_reads_ = true;
+                threads_.emplace_back([this] { produce_and_write(); });
+            } else {
+                for (unsigned t = 0; t < n; ++t) threads_.emplace_back([this] { produce(); });
+                if (writer) {
+                    threads_.emplace_back([this] { write_behind(); });
+                    has_writer_ = true;
+                }
             }
         } catch (...) {
             pthread_sigmask(SIG_SETMASK, &old, nullptr);
@@ -480,6 +510,9 @@ private:
     }
     void stop_producers() {
         stop_.store(true);
+        {
+            std::lock_guard<std::mutex> g(queue_mutex_);  // (a producer checks stop_ under it, then waits)
+        }
         room_.notify_all();
         {
             std::lock_guard<std::mutex> g(write_mutex_);  // (the writer waits under it)
@@ -499,17 +532,29 @@ private:
         ready_cv_.notify_all();
     }
     void produce_blocks() {
+        while (produce_one(false) == Step::produced) {
+        }
+    }
+    // What produce_one did: read a block (the last one, when it ended the input or failed), or
+    // nothing (stopped; or, for a producer that also writes, a block is waiting to be written
+    // and there is no room for another one in flight).
+    enum class Step { produced, last, stopped, write_first };
+    Step produce_one(bool also_writes) {
         const auto wait = [this] {
             if (stop_.load()) throw Stopped{};
         };
-        while (!stop_.load()) {
-            {
-                // Bound the blocks in flight (read, not yet taken by the calling thread).
-                std::unique_lock<std::mutex> g(queue_mutex_);
-                room_.wait(g, [&] { return stop_.load() || issued_ - consumed_ < in_flight_limit_; });
-                if (stop_.load()) return;
-                ++issued_;
-            }
+        {
+            // Bound the blocks in flight (read, not yet taken by the calling thread).
+            std::unique_lock<std::mutex> g(queue_mutex_);
+            room_.wait(g, [&] {
+                return stop_.load() || issued_ - consumed_ < in_flight_limit_ ||
+                       (also_writes && writes_queued_.load() > 0);
+            });
+            if (stop_.load()) return Step::stopped;
+            if (issued_ - consumed_ >= in_flight_limit_) return Step::write_first;
+            ++issued_;
+        }
+        {
             std::unique_ptr<Block> b = take_free();
             try {
                 std::lock_guard<std::mutex> rg(read_mutex_);
@@ -522,7 +567,7 @@ private:
                     if (b->end || b->too_long) input_done_ = true;
                 }
             } catch (const Stopped&) {
-                return;
+                return Step::stopped;
             } catch (...) {
                 std::lock_guard<std::mutex> rg(read_mutex_);
                 b->error = std::current_exception();
@@ -541,8 +586,68 @@ private:
                 ready_[b->seq] = std::move(b);
             }
             ready_cv_.notify_all();
-            if (last) return;  // the other producers hand over the end of the input
+            return last ? Step::last : Step::produced;  // (the other producers hand over the end)
         }
+    }
+
+    // The producer and the writer as one thread (threads = 2 with a writer): it writes the
+    // applied blocks first, as they come, and reads the next block when none waits. With a
+    // thread each, three threads shared the two cores, and the calling thread, whose inserts
+    // are the critical path, ran about two thirds of the time; with this one it has a core of
+    // its own. Errors as from both: a read's goes with its block, a write's to write_error_ and,
+    // since no block will follow it, to fatal_ as well, which the calling thread rethrows
+    // wherever it waits.
+    void produce_and_write() {
+        bool reading = true;
+        try {
+            while (true) {
+                Written w;
+                bool have = false;
+                {
+                    std::lock_guard<std::mutex> g(write_mutex_);
+                    if (!to_write_.empty()) {
+                        w = std::move(to_write_.front());
+                        to_write_.pop_front();
+                        writes_queued_.fetch_sub(1);
+                        have = true;
+                    }
+                }
+                if (have) {
+                    if (!w.block) break;  // the end: all written
+                    write_block(*w.block, w.k, [this](bool) {
+                        if (stop_.load()) throw Stopped{};
+                    }, /*writer=*/true);
+                    recycle(std::move(w.block));
+                    write_cv_.notify_all();  // room in the queue
+                    continue;
+                }
+                if (reading) {
+                    const Step step = produce_one(true);
+                    if (step == Step::stopped) return;
+                    if (step == Step::last) reading = false;
+                    continue;
+                }
+                std::unique_lock<std::mutex> g(queue_mutex_);  // (hand_to_writer notifies room_)
+                room_.wait(g, [&] { return stop_.load() || writes_queued_.load() > 0; });
+                if (stop_.load()) return;
+            }
+        } catch (const Stopped&) {
+            return;
+        } catch (...) {
+            const std::exception_ptr e = std::current_exception();
+            {
+                std::lock_guard<std::mutex> g(write_mutex_);
+                write_error_ = e;
+            }
+            std::lock_guard<std::mutex> g(queue_mutex_);
+            if (!fatal_) fatal_ = e;
+        }
+        ready_cv_.notify_all();
+        {
+            std::lock_guard<std::mutex> g(write_mutex_);
+            writer_done_ = true;
+        }
+        write_cv_.notify_all();
     }
     std::unique_ptr<Block> next_ready(uint64_t seq, const Result& r) {
         std::unique_lock<std::mutex> g(queue_mutex_);
@@ -601,6 +706,7 @@ private:
                     if (to_write_.empty()) return;  // stopped
                     w = std::move(to_write_.front());
                     to_write_.pop_front();
+                    writes_queued_.fetch_sub(1);
                 }
                 if (!w.block) break;  // the end: all written
                 write_block(*w.block, w.k, wait, /*writer=*/true);
@@ -633,14 +739,27 @@ private:
         }
         to_write_.push_back(Written{std::move(b), k});
         g.unlock();
-        write_cv_.notify_all();
+        notify_writer();
+    }
+    void notify_writer() {
+        writes_queued_.fetch_add(1);
+        if (writes_with_reads_) {
+            // It may wait for room under queue_mutex_: taking the mutex after the count went up
+            // means it either saw the count or is waiting and gets the notification.
+            { std::lock_guard<std::mutex> q(queue_mutex_); }
+            room_.notify_all();
+        } else {
+            write_cv_.notify_all();
+        }
     }
     // After the last block: waits (with ticks) until the writer wrote everything; rethrows its
     // error.
     void finish_writer(const Result& r) {
         std::unique_lock<std::mutex> g(write_mutex_);
         to_write_.push_back(Written{nullptr, 0});
-        write_cv_.notify_all();
+        g.unlock();
+        notify_writer();
+        g.lock();
         while (!writer_done_) {
             write_cv_.wait_for(g, opt_.tick_every);
             g.unlock();
@@ -732,6 +851,8 @@ private:
     std::condition_variable write_cv_;
     std::deque<Written> to_write_;
     bool has_writer_ = false, writer_done_ = false;
+    bool writes_with_reads_ = false;  // the writer is the producer thread (produce_and_write)
+    std::atomic<size_t> writes_queued_{0};  // blocks (and the end) in to_write_
     std::exception_ptr write_error_;
 };
 
@@ -934,7 +1055,8 @@ inline Result with_key_set(const std::vector<Input>& inputs, const std::vector<i
     struct Lane {
         HashRange range;
         std::unique_ptr<KeySet> set;
-        std::vector<uint32_t> picked;
+        std::vector<uint32_t> picked;  // its lines of the block in hand (picked_count of them)
+        size_t picked_count = 0;
     };
     // Each index sized for its share of the expected keys, but no more than the budget holds at
     // ~40 bytes a key (8.5 of index, a short key and its length): an index sized for keys that do
@@ -1016,29 +1138,38 @@ inline Result with_key_set(const std::vector<Input>& inputs, const std::vector<i
                 if (owner.capacity() < n) fault::before_allocation();
                 owner.resize(n);
                 for (Lane& l : lane) {
-                    l.picked.clear();
-                    if (l.picked.capacity() < n) {
+                    if (l.picked.size() < n + 1) {  // (+ 1: the write past the end below)
                         fault::before_allocation();
-                        l.picked.reserve(n);
+                        l.picked.resize(n + 1);
                     }
                 }
-                size_t picked = 0;
+                // Each line's lane, without a branch a line (in a later pass, whether a line is in
+                // the pass's range is a coin toss): every line is written one past the end of
+                // both lists, and a list's count moves on when it is that list's.
+                uint32_t* const list0 = lane[0].picked.data();
+                uint32_t spare = 0;  // (one lane: the second list's writes land here)
+                uint32_t* const list1 = lanes > 1 ? lane[1].picked.data() : &spare;
+                const uint64_t lo0 = lane[0].range.lo, width0 = lane[0].range.hi - lo0;
+                const uint64_t lo1 = lane[lanes - 1].range.lo, width1 = lane[lanes - 1].range.hi - lo1;
+                size_t count0 = 0, count1 = 0;
                 for (size_t j = 0; j < n; ++j) {
                     const uint64_t pos = range_position(b.hashes[j]);
-                    unsigned char o = kNoLane;
-                    for (unsigned a = 0; a < lanes; ++a)
-                        if (lane[a].range.holds(pos)) o = static_cast<unsigned char>(a);
-                    owner[j] = o;
-                    if (o != kNoLane) {
-                        lane[o].picked.push_back(static_cast<uint32_t>(j));
-                        ++picked;
-                    }
+                    const bool in0 = pos - lo0 <= width0;  // lo <= pos <= hi, in one comparison
+                    const bool in1 = lanes > 1 && pos - lo1 <= width1;
+                    owner[j] = in1 ? 1 : in0 ? 0 : kNoLane;
+                    list0[count0] = static_cast<uint32_t>(j);
+                    count0 += in0;
+                    list1[count1] = static_cast<uint32_t>(j);
+                    count1 += in1;
                 }
+                lane[0].picked_count = count0;
+                if (lanes > 1) lane[1].picked_count = count1;
+                const size_t picked = count0 + (lanes > 1 ? count1 : 0);
                 auto fill = [&b](Lane& l) {
-                    l.set->insert_unique(static_cast<uint32_t>(l.picked.size()), l.picked.data(),
+                    l.set->insert_unique(static_cast<uint32_t>(l.picked_count), l.picked.data(),
                                          [&b](size_t j) { return b.key(j); }, b.hashes.data(), b.keep.get());
                 };
-                if (lanes > 1 && !lane[1].picked.empty()) {
+                if (lanes > 1 && lane[1].picked_count) {
                     helper->start([&] { fill(lane[1]); });
                     try {
                         fill(lane[0]);
@@ -1060,10 +1191,9 @@ inline Result with_key_set(const std::vector<Input>& inputs, const std::vector<i
                     }
                     for (uint64_t line = std::max(lim, base); line < base + n; ++line) {
                         const size_t j = static_cast<size_t>(line - base);
-                        if (owner[j] == kNoLane) continue;
-                        const uint64_t bit = uint64_t(1) << (line % 64);
-                        if (b.keep[j]) decided[line / 64] |= bit;
-                        else decided[line / 64] &= ~bit;
+                        const uint64_t mine = uint64_t(owner[j] != kNoLane) << (line % 64);  // (no branch)
+                        const uint64_t kept = uint64_t(b.keep[j]) << (line % 64);
+                        decided[line / 64] = (decided[line / 64] & ~mine) | (kept & mine);
                     }
                 }
                 const uint64_t bytes = set_bytes();
@@ -1095,7 +1225,8 @@ inline Result with_key_set(const std::vector<Input>& inputs, const std::vector<i
                     if (picked < n) {
                         for (uint64_t line = from; line < to; ++line) {
                             const size_t j = static_cast<size_t>(line - base);
-                            if (owner[j] == kNoLane) b.keep[j] = (decided[line / 64] >> (line % 64)) & 1;
+                            const bool earlier = (decided[line / 64] >> (line % 64)) & 1;
+                            b.keep[j] = owner[j] == kNoLane ? earlier : b.keep[j];  // (a select)
                         }
                     }
                     b.write_from = static_cast<size_t>(from - base);
