@@ -112,6 +112,42 @@ TEST_CASE(key_set_retain_compacts_in_place) {
     CHECK(set.add(span(keys[0]), hash_of(set, keys[0])));
 }
 
+// clear() keeps the arena's chunks for the keys after it (a dedup pass refills them): the keys
+// before it are gone, the keys after it answer exactly, through several clears, a retain between
+// them and a key longer than every chunk kept.
+TEST_CASE(key_set_cleared_reuses_its_chunks_exactly) {
+    std::mt19937_64 rng(11);
+    cuckoo::KeySet set(cuckoo::KeyHasher{13}, 0);
+    std::vector<std::string> previous;
+    for (int round = 0; round < 4; ++round) {
+        std::vector<std::string> keys;
+        // About 5-9 MiB of keys a round: chunks of 1, 2 and 4 MiB (and 8 in later rounds).
+        const int count = 150000 + round * 30000;
+        for (int j = 0; j < count; ++j)
+            keys.push_back(std::to_string(round) + ":" + std::to_string(rng() % 400000) + std::string(rng() % 40, 'y'));
+        if (round == 2) keys.push_back(std::string((size_t(1) << cuckoo::KeySet::kChunkShift) + 3, 'L'));
+        std::unordered_set<std::string> model;
+        for (const std::string& k : keys) CHECK_EQ(set.add(span(k), hash_of(set, k)), model.insert(k).second);
+        CHECK_EQ(set.size(), model.size());
+        for (const std::string& k : previous) CHECK(!set.contains(span(k), hash_of(set, k)));  // other rounds' keys
+        if (round == 1) {
+            auto lower = [](uint64_t h) { return (cuckoo::mix64(h) >> 63) == 0; };
+            set.retain(lower);
+            for (const std::string& k : keys) {
+                const uint64_t h = hash_of(set, k);
+                CHECK_EQ(set.contains(span(k), h), lower(h));
+            }
+        } else {
+            for (const std::string& k : keys) CHECK(set.contains(span(k), hash_of(set, k)));
+        }
+        set.clear();
+        CHECK_EQ(set.size(), 0u);
+        CHECK_EQ(set.arena_bytes(), 0u);
+        for (size_t j = 0; j < keys.size(); j += 101) CHECK(!set.contains(span(keys[j]), hash_of(set, keys[j])));
+        previous = keys;
+    }
+}
+
 TEST_CASE(key_set_allocation_failure_leaves_it_as_it_was) {
     // Fail each allocation of a growing set in turn: the add throws bad_alloc and the set answers
     // as before it.
