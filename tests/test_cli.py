@@ -496,6 +496,21 @@ def test_sample_counts_equal_a_model_of_the_sampled_lines(windows):
     assert cli.estimate_from_counts(*want, total_lines=10 * len(keys)) >= d
 
 
+def test_sample_counts_fail_cleanly_when_their_allocation_fails():
+    """The sample's hash list is an allocation site of the fault sweep: a failure there is a
+    MemoryError (nothing is written yet when the sizing samples), and the next call counts."""
+    windows = [(b"".join(b"%d\n" % (i % 700) for i in range(3000)), True, True)]
+    want = cuckoo._core._sample_counts(windows)
+    assert want == (3000, 700, 0, 0)
+    cuckoo._core._fail_allocation(1)
+    try:
+        with pytest.raises(MemoryError):
+            cuckoo._core._sample_counts(windows)
+    finally:
+        cuckoo._core._fail_allocation(0)
+    assert cuckoo._core._sample_counts(windows) == want
+
+
 def test_sample_counts_reject_a_malformed_window():
     with pytest.raises(ValueError, match="window"):
         cuckoo._core._sample_counts([(b"a\n", True)])

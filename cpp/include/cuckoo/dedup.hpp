@@ -105,12 +105,6 @@ struct Input {
 
 // Every allocation of the pipeline's buffers calls fault::before_allocation() first (the test
 // hook of tests/test_dedup_faults.py's allocation sweep; unarmed, one load and a branch).
-template <class V>
-void room_for_one(V& v) {
-    if (v.size() < v.capacity()) return;
-    fault::before_allocation();
-    v.reserve(std::max<size_t>(1024, 2 * v.capacity()));
-}
 
 // A growable byte buffer without the zero-fill of std::vector::resize (a read fills it).
 struct Bytes {

@@ -47,5 +47,13 @@ inline void before_allocation() {
     if (CUCKOO_UNLIKELY(g_fail_in.load(std::memory_order_relaxed) != 0)) armed_allocation();
 }
 
+// Room for one more element of a growing vector, the growth (doubling, from 1024) behind the hook.
+template <class V>
+void room_for_one(V& v) {
+    if (v.size() < v.capacity()) return;
+    before_allocation();
+    v.reserve(v.capacity() < 512 ? 1024 : 2 * v.capacity());
+}
+
 }  // namespace fault
 }  // namespace cuckoo
