@@ -206,6 +206,54 @@ def test_allocation_failure_at_each_site_raises_memoryerror_and_records_only_wri
 
 
 @pytest.mark.parametrize("threads", [1, 2])
+def test_a_full_filter_ends_the_run_while_its_input_pipe_stays_open(threads):
+    """The filter fills while the input is a pipe that stays open with no more data: the run ends
+    (exit 3) at once, not when the pipe closes. (With 2 threads one thread reads and writes; it
+    sat in the read of the pipe while the applying thread waited for it to write the last
+    blocks.)"""
+    import os
+    import threading
+
+    # 13,500 lines of 15 bytes: three whole blocks of 64 KiB (4,369 lines each) and part of a
+    # fourth, whose read then waits on the pipe; a filter sized for 10,000 lines fills near line
+    # 10,900, in the third block, while that read waits.
+    lines = b"".join(b"line-%09d\n" % i for i in range(13500))
+    proc = subprocess.Popen([sys.executable, "-m", "cuckoo", "dedup", "-q", "--capacity", "10000", "--threads",
+                             str(threads), "--block-size", "65536"], stdin=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    released = threading.Event()
+
+    def feed():  # the lines, then the pipe held open until the run ends (or the guard below)
+        try:
+            proc.stdin.write(lines)
+            proc.stdin.flush()
+        except BrokenPipeError:
+            pass
+        released.wait(60)
+
+    feeder = threading.Thread(target=feed)
+    feeder.start()
+    try:
+        rc = proc.wait(timeout=60)  # (a hang guard, not a time limit)
+        open_at_exit = not released.is_set()
+    except subprocess.TimeoutExpired:
+        rc, open_at_exit = None, True
+    finally:
+        released.set()
+        feeder.join()
+        try:
+            proc.stdin.close()
+        except BrokenPipeError:
+            pass
+        if proc.poll() is None:
+            proc.wait()
+        err = proc.stderr.read()
+        proc.stderr.close()
+    assert rc == 3 and open_at_exit, (rc, err)
+    assert b"full" in err
+
+
+@pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("mode", [["--fpr", "1e-8"], ["--exact"]])
 def test_ctrl_c_stops_a_run_whose_output_stalls(tmp_path, infile, threads, mode):
     """Nobody reads the output pipe: the write (with 2 threads, the writer thread's) waits, the

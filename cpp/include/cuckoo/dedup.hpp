@@ -534,17 +534,20 @@ private:
     // and there is no room for another one in flight).
     enum class Step { produced, last, stopped, write_first };
     Step produce_one(bool also_writes) {
-        const auto wait = [this] {
-            if (stop_.load()) throw Stopped{};
+        // A producer that also writes stops reading when the calling thread has taken its last
+        // block (finish_writer): a read waiting on a pipe that stays open would otherwise keep
+        // the last writes from being done.
+        const auto over = [this, also_writes] { return stop_.load() || (also_writes && reading_over_.load()); };
+        const auto wait = [&over] {
+            if (over()) throw Stopped{};
         };
         {
             // Bound the blocks in flight (read, not yet taken by the calling thread).
             std::unique_lock<std::mutex> g(queue_mutex_);
             room_.wait(g, [&] {
-                return stop_.load() || issued_ - consumed_ < in_flight_limit_ ||
-                       (also_writes && writes_queued_.load() > 0);
+                return over() || issued_ - consumed_ < in_flight_limit_ || (also_writes && writes_queued_.load() > 0);
             });
-            if (stop_.load()) return Step::stopped;
+            if (over()) return Step::stopped;
             if (issued_ - consumed_ >= in_flight_limit_) return Step::write_first;
             ++issued_;
         }
@@ -617,8 +620,8 @@ private:
                 }
                 if (reading) {
                     const Step step = produce_one(true);
-                    if (step == Step::stopped) return;
-                    if (step == Step::last) reading = false;
+                    if (step == Step::stopped && stop_.load()) return;
+                    if (step == Step::last || step == Step::stopped) reading = false;  // (stopped: reading_over_)
                     continue;
                 }
                 std::unique_lock<std::mutex> g(queue_mutex_);  // (hand_to_writer notifies room_)
@@ -749,6 +752,7 @@ private:
     // After the last block: waits (with ticks) until the writer wrote everything; rethrows its
     // error.
     void finish_writer(const Result& r) {
+        reading_over_.store(true);  // (before the end is queued: the writer sees it when it wakes)
         std::unique_lock<std::mutex> g(write_mutex_);
         to_write_.push_back(Written{nullptr, 0});
         g.unlock();
@@ -847,6 +851,7 @@ private:
     bool has_writer_ = false, writer_done_ = false;
     bool writes_with_reads_ = false;  // the writer is the producer thread (produce_and_write)
     std::atomic<size_t> writes_queued_{0};  // blocks (and the end) in to_write_
+    std::atomic<bool> reading_over_{false};  // the calling thread took its last block
     std::exception_ptr write_error_;
 };
 
