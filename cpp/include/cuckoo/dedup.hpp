@@ -1164,6 +1164,9 @@ inline Result with_key_set(const std::vector<Input>& inputs, const std::vector<i
                 lane[0].picked_count = count0;
                 if (lanes > 1) lane[1].picked_count = count1;
                 const size_t picked = count0 + (lanes > 1 ? count1 : 0);
+                // The lanes write the kept flags of their lines only; the others' are read (and
+                // masked off) by the branchless loops below, so they hold a defined value.
+                if (picked < n) std::memset(b.keep.get(), 0, n);
                 auto fill = [&b](Lane& l) {
                     l.set->insert_unique(static_cast<uint32_t>(l.picked_count), l.picked.data(),
                                          [&b](size_t j) { return b.key(j); }, b.hashes.data(), b.keep.get());
