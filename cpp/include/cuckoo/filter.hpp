@@ -538,12 +538,22 @@ protected:
     // of a block come from the vector planner; each key then checks that its buckets still hold
     // what the plan read and is placed with one OR, or else goes the scalar way (place_if_room,
     // then the eviction search), exactly like insert_hash.
+    //
+    // The plan reads the buckets with scalar loads, not gathers, whatever the key source (lookups
+    // choose by source, see stored_words4): the placement step loads the same words again, and
+    // the loads were faster for every source measured. AMD Zen 4 (EPYC, KVM guest, 2026-11-27),
+    // `cuckoo dedup` of 10^7 hex lines (precomputed hashes), min of 6-10 alternating runs, loads
+    // against gathers: 0.44 vs 0.52 s with 1 thread and 0.32 vs 0.39 s with 2 (12.7 MiB table);
+    // 0.51 vs 0.57 and 0.38 vs 0.45 s at 28.6 MiB; 0.22 vs 0.26 and 0.16 vs 0.17 s at 6.9 MiB.
+    // A C++ loop of unique inserts of precomputed hashes (2R draws of R keys, min of 7): 15.4 vs
+    // 16.9 ns a key at R = 3*10^6, 8.8 vs 9.6 at 2.5*10^5. (Integer keys hashed by vector code:
+    // 0.88-0.90x, stored_words4.) Not measured on an Intel CPU since.
     template <BucketShape Shape, class HashAt, class Stop>
     __attribute__((target("avx2"))) uint64_t insert_loop_avx2(const TableProbe probe, uint64_t n, HashAt& hash_at,
                                                              InsertMode mode, bool* was_new, bool& full,
                                                              Stop& should_stop) {
         const Locator loc = locator();
-        const kernels::LookupConstants c = kernels::lookup_constants(loc, probe, uses_vector_hash_block(hash_at));
+        const kernels::LookupConstants c = kernels::lookup_constants(loc, probe, /*bucket_loads=*/true);
         unsigned char* const data = table_.mutable_data();
         const bool unique = mode == InsertMode::Unique;
         bool* const new_flags = unique ? was_new : nullptr;  // written for unique inserts only, as above
