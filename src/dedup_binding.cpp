@@ -37,8 +37,9 @@ void register_dedup(FilterClass& cls) {
 }
 
 void register_dedup_exact(py::module_& m) {
-    // For cuckoo.cli.estimate: the counts (keys, distinct, once, twice) of the lines of sampled
-    // windows, each given as (bytes-like, starts the input, ends the input).
+    // For cuckoo.cli.estimate: the counts (keys, distinct, once, twice, seen) of the lines of
+    // sampled windows, each given as (bytes-like, starts the input, ends the input); seen: a tuple
+    // of the keys seen exactly k times, k = 1..10.
     m.def("_sample_counts", [](const py::list& windows) {
         cuckoo::LineSample sample;
         for (const py::handle w : windows) {
@@ -50,7 +51,9 @@ void register_dedup_exact(py::module_& m) {
                               t[1].cast<bool>(), t[2].cast<bool>());
         }
         const cuckoo::SampleCounts c = sample.counts();
-        return py::make_tuple(c.keys, c.distinct, c.once, c.twice);
+        py::tuple seen(cuckoo::SampleCounts::kRareMax);
+        for (unsigned k = 0; k < cuckoo::SampleCounts::kRareMax; ++k) seen[k] = c.seen[k];
+        return py::make_tuple(c.keys, c.distinct, c.once, c.twice, seen);
     }, py::arg("windows"));
 
     // For cuckoo.dask's exact shards: per sequence of keys (the shard's pieces, in partition

@@ -21,12 +21,16 @@
 namespace cuckoo {
 
 // keys: lines sampled; distinct: different keys among them; once / twice: keys seen exactly once
-// / twice (f1 and f2 of the estimators).
+// / twice (f1 and f2 of the estimators); seen[k - 1]: keys seen exactly k times, k = 1..kRareMax
+// (the rare keys of the abundance-based estimators: their spread tells a sample of keys that
+// repeat alike from one with a heavy head).
 struct SampleCounts {
+    static constexpr unsigned kRareMax = 10;
     uint64_t keys = 0;
     uint64_t distinct = 0;
     uint64_t once = 0;
     uint64_t twice = 0;
+    uint64_t seen[kRareMax] = {};
 };
 
 // Collects the hashes of the keys of the complete lines of windows and counts them.
@@ -61,6 +65,7 @@ public:
             ++c.distinct;
             c.once += j - i == 1;
             c.twice += j - i == 2;
+            if (j - i <= SampleCounts::kRareMax) ++c.seen[j - i - 1];
             i = j;
         }
         return c;
