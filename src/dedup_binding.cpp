@@ -109,10 +109,11 @@ void register_dedup_exact(py::module_& m) {
 #else
     // inputs: (fd, bytes read from it already) pairs, each fd readable again from starts[i]
     // (regular files); memory: the key set's budget in bytes; expected: a size hint (keys);
-    // seed: the hash seed (the caller draws one from the OS: an anonymous set persists nothing).
+    // seed: the hash seed (the caller draws one from the OS: an anonymous set persists nothing);
+    // mean_key_bytes: the keys' mean length (0: unknown), which with `expected` plans the passes.
     m.def("_dedup_exact", [](const py::list& inputs, int out_fd, int dropped_fd, const py::list& start_list,
                              uint64_t block, unsigned threads, uint64_t memory, uint64_t expected, uint64_t seed,
-                             py::object progress) {
+                             py::object progress, double mean_key_bytes) {
         DedupCall c = dedup_call(inputs, out_fd, dropped_fd, block, threads, ~uint64_t(0), std::move(progress));
         std::vector<int64_t> starts;
         for (const py::handle x : start_list) starts.push_back(x.cast<int64_t>());
@@ -123,7 +124,7 @@ void register_dedup_exact(py::module_& m) {
             try {
                 return cuckoo::dedup::with_key_set(call.inputs, starts, call.out_fd, call.dropped_fd,
                                                    cuckoo::KeyHasher{seed}, call.opt, memory, expected,
-                                                   std::move(tick), &info);
+                                                   std::move(tick), &info, mean_key_bytes);
             } catch (const cuckoo::dedup::InputChanged& e) {
                 changed = e.what();
                 return cuckoo::dedup::Result{};
@@ -132,12 +133,14 @@ void register_dedup_exact(py::module_& m) {
         if (!changed.empty()) throw py::value_error(changed);
         d["passes"] = info.passes;
         d["splits"] = info.splits;
+        d["planned"] = info.planned;
         d["distinct"] = info.distinct;
         d["peak_memory"] = info.peak_set_bytes;
         d["grows"] = info.grows;
         return d;
     }, py::arg("inputs"), py::arg("out_fd"), py::arg("dropped_fd"), py::arg("starts"), py::arg("block"),
-       py::arg("threads"), py::arg("memory"), py::arg("expected"), py::arg("seed"), py::arg("progress"));
+       py::arg("threads"), py::arg("memory"), py::arg("expected"), py::arg("seed"), py::arg("progress"),
+       py::arg("mean_key_bytes") = 0.0);
 #endif
 }
 

@@ -940,7 +940,8 @@ inline Result with_store(Store& s, std::vector<Input> inputs, int out_fd, int dr
 
 struct ExactRun {
     unsigned passes = 0;
-    uint64_t splits = 0;          // ranges set aside
+    uint64_t planned = 1;         // ranges planned before the first pass (planned_parts)
+    uint64_t splits = 0;          // ranges set aside (the planned ones but the first included)
     uint64_t distinct = 0;        // keys kept over all ranges (the lines written as new)
     uint64_t peak_set_bytes = 0;  // the most memory the key set held (KeySet::memory_bytes)
     uint64_t grows = 0;           // index growths (a low expected_keys)
@@ -1036,8 +1037,20 @@ private:
 // caller's regular files; -1 for an input given whole as its prefix). `budget`: bytes the key sets
 // may hold before the pass's range splits (it is not a hard limit: a range of one hash cannot
 // split, and each pass needs a few blocks of input besides); `expected_keys`: a size hint for the
-// first pass's index. The input must not change between passes: a pass that reads a different
-// number of lines or bytes throws InputChanged (its output so far is then not to be used).
+// first pass's index; `mean_key_bytes` (0: unknown): the keys' mean length, with which the
+// expected keys plan the passes (below). The input must not change between passes: a pass that
+// reads a different number of lines or bytes throws InputChanged (its output so far is then not
+// to be used).
+//
+// Passes planned ahead: when the expected keys need more than the budget, the hash space is
+// shared out into as many ranges as they need before the first pass. A split during a pass costs
+// more: the keys of the half set aside were inserted for nothing up to there, and the set is
+// compacted and its index rebuilt (10^7 hex lines, 4.3 M distinct, under 128M: 2.31 s in two
+// passes split during the first, 1.12 s in two planned ones). Then the first pass writes nothing:
+// every line waits for the pass of the last range, the decisions of the others kept as bits. An
+// estimate that was low is mended by splits during the passes, as without a plan; one that was
+// high costs a pass where the keys would just have fitted (the estimate that sizes the set errs
+// high on purpose: an index that grows holds its old and new tables at once).
 //
 // With opt.threads >= 2 the pass's range is shared by two key sets ("lanes", the lower and the
 // upper half), filled by the calling thread and a HelperThread: each lane decides its lines in
@@ -1045,12 +1058,24 @@ private:
 // the pipeline's bottleneck: one thread applying it took as long with a producer thread as
 // without.) A split keeps the lower half of the pass's range and shares it out again: the lower
 // lane keeps the lower quarter and hands the keys of the second quarter to the upper lane.
+// The ranges the expected keys need under the budget (1 when unknown, or when they fit): at 90%
+// of it, as the later passes split (ranges hold a little more or less than their share, and an
+// index is sized in whole blocks of buckets).
+inline uint64_t planned_parts(uint64_t expected_keys, double mean_key_bytes, uint64_t budget) noexcept {
+    if (expected_keys == 0 || mean_key_bytes <= 0 || budget == 0) return 1;
+    const double need = KeySet::expected_bytes(static_cast<double>(expected_keys), mean_key_bytes);
+    if (need <= static_cast<double>(budget)) return 1;
+    return static_cast<uint64_t>(std::min(64.0, std::ceil(need / (0.9 * static_cast<double>(budget)))));
+}
+
 inline Result with_key_set(const std::vector<Input>& inputs, const std::vector<int64_t>& starts, int out_fd,
                            int dropped_fd, const KeyHasher& hasher, const Options& opt, uint64_t budget,
-                           uint64_t expected_keys, Pipeline::Tick tick, ExactRun* info = nullptr) {
+                           uint64_t expected_keys, Pipeline::Tick tick, ExactRun* info = nullptr,
+                           double mean_key_bytes = 0) {
     if (starts.size() != inputs.size()) throw std::invalid_argument("with_key_set: one start offset per input");
     ExactRun run;
     const unsigned lanes = opt.threads >= 2 ? 2 : 1;
+    const uint64_t planned = planned_parts(expected_keys, mean_key_bytes, budget);
     struct Lane {
         HashRange range;
         std::unique_ptr<KeySet> set;
@@ -1063,7 +1088,7 @@ inline Result with_key_set(const std::vector<Input>& inputs, const std::vector<i
     std::vector<Lane> lane(lanes);
     for (Lane& l : lane) {
         fault::before_allocation();
-        l.set.reset(new KeySet(hasher, std::min(expected_keys, budget / 40) / lanes));
+        l.set.reset(new KeySet(hasher, std::min(expected_keys / planned, budget / 40) / lanes));
     }
     std::unique_ptr<HelperThread> helper;
     if (lanes > 1) {
@@ -1078,7 +1103,10 @@ inline Result with_key_set(const std::vector<Input>& inputs, const std::vector<i
     auto share_out = [&](const HashRange& r) {  // the lanes' ranges: r in `lanes` equal pieces
         for (unsigned a = 0; a < lanes; ++a) lane[a].range = r.piece(a, lanes, r.from_line);
     };
-    std::vector<HashRange> waiting{HashRange{}};
+    std::vector<HashRange> waiting;
+    for (uint64_t k = 0; k < planned; ++k) waiting.push_back(HashRange{}.piece(k, planned, 0));
+    run.planned = planned;
+    run.splits = planned - 1;
     double done_bytes = 0, done_width = 0;  // the key sets' bytes and the width of the ranges done
     std::vector<uint64_t> decided;  // bit k: line k kept (lines decided ahead of their writing pass)
     std::vector<unsigned char> owner;  // a block's lines: the lane deciding it, or kNoLane

@@ -207,7 +207,12 @@ public:
     // The memory the keys need (their records, and the index at the load where it grows): what
     // memory_bytes() is right after a growth, without the slack of an index sized ahead.
     uint64_t needed_bytes() const noexcept {
-        return arena_used_ + static_cast<uint64_t>(static_cast<double>(size()) * kBucketBytes / (kSlots * kMaxLoad));
+        return arena_used_ + static_cast<uint64_t>(static_cast<double>(size()) * kIndexBytesPerKey);
+    }
+    // needed_bytes() of a set of `keys` keys of `mean_key_bytes` bytes on average (shorter than
+    // 128 bytes: one length byte each).
+    static double expected_bytes(double keys, double mean_key_bytes) noexcept {
+        return keys * (mean_key_bytes + 1.0 + kIndexBytesPerKey);
     }
 
     // Empties the set. The arena's chunks are kept for the keys that come next (the next pass of
@@ -229,6 +234,7 @@ public:
 
 private:
     static constexpr uint64_t kBucketBytes = kSlots * 8;
+    static constexpr double kIndexBytesPerKey = kBucketBytes / (kSlots * kMaxLoad);
     struct Chunk {
         ByteBuffer buf;
         uint64_t used = 0;

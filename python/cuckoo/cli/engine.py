@@ -125,9 +125,10 @@ class DedupResult:
     store_stats: Optional[dict] = None
     """Store path: ``Store.stats()`` at the end of the run."""
     exact_stats: Optional[dict] = None
-    """Exact path in memory: ``passes`` over the input, ``splits`` (hash ranges set aside for
-    a pass of their own), ``distinct`` keys, ``peak_memory`` (bytes the key set held), ``memory``
-    (its budget)."""
+    """Exact path in memory: ``passes`` over the input, ``planned`` (hash ranges planned before
+    the first pass, from the estimate of the distinct lines), ``splits`` (hash ranges set aside
+    for a pass of their own, the planned ones included), ``distinct`` keys, ``peak_memory``
+    (bytes the key set held), ``memory`` (its budget)."""
 
     def __init__(self, lines_read: int, lines_kept: int, bytes_read: int, seconds: float, exact: bool,
                  expected_false_drops: float = 0.0, filter: Optional[Filter] = None, sizing: str = "",
@@ -428,9 +429,10 @@ def dedup(source: Any, out: Any = None, *, exact: bool = False, store: Any = Non
     exact
         Compare every repeat with the line itself: no line is ever dropped by mistake. Regular
         files (one or several, uncompressed) keep their distinct lines in memory, within `memory`
-        bytes: when they do not fit, the hash space is split in halves, and each half set aside
+        bytes: when they do not fit, the hash space is split in ranges, and each range set aside
         costs one more pass over the input (the output is still written in input order, each line
-        as soon as every pass it needs is done). Other inputs (stdin from a pipe, compressed
+        as soon as every pass it needs is done). When the estimate of the distinct lines says
+        ahead that they need well over `memory`, the ranges are planned before the first pass. Other inputs (stdin from a pipe, compressed
         data, streams) keep them in an anonymous store (a temporary log, removed at the end).
         Without it (and without `store`), a cuckoo filter remembers the lines: much less memory,
         and a new line is dropped by mistake with probability about the filter's expected FPR
@@ -680,7 +682,10 @@ def _dedup_exact_in_memory(sources: List[Source], out: Any, dropped: Any, block:
     # Regular files only (a pipe, a compressed or a missing file: the store path, which reports it).
     if any(src.regular_size() is None for src in sources):
         return None
-    estimate, known, _ = estimate_input(sources, block)
+    estimate, known, lines = estimate_input(sources, block)
+    # The keys' mean length (a line's bytes but its '\n'), which with the estimate plans the passes.
+    total_bytes = sum(src.regular_size() or 0 for src in sources)
+    mean_key_bytes = max(total_bytes / lines - 1.0, 0.0) if known and lines > 0 else 0.0
     sink, drop_sink = _as_sink(out), _as_sink(dropped)
     native = _Native.plan(sources, framing, (sink, drop_sink))
     starts = _rewindable(native) if native is not None and not native.decompressing else None
@@ -690,10 +695,11 @@ def _dedup_exact_in_memory(sources: List[Source], out: Any, dropped: Any, block:
     try:
         d = native.run(cuckoo._core._dedup_exact, sources, (sink, drop_sink), starts, block,
                        threads or default_threads(), memory, int(estimate * 1.05) + 1024 if known else 0,
-                       int.from_bytes(os.urandom(8), "little"), None if report is _no_progress else report)
+                       int.from_bytes(os.urandom(8), "little"), None if report is _no_progress else report,
+                       mean_key_bytes)
     finally:
         _finish(sink, drop_sink)
-    stats = {k: d[k] for k in ("passes", "splits", "distinct", "peak_memory", "grows")}
+    stats = {k: d[k] for k in ("passes", "planned", "splits", "distinct", "peak_memory", "grows")}
     stats["memory"] = memory
     return DedupResult(d["lines"], d["kept"], d["bytes"], time.perf_counter() - start, True, exact_stats=stats)
 

@@ -114,7 +114,8 @@ def cmd_dedup_exact(args: argparse.Namespace) -> int:
         passes = ex["passes"]
         _note(args, f"cuckoo dedup: exact: no line wrongly dropped (in memory: {ex['distinct']:,} keys, at most "
                     f"{_bytes(ex['peak_memory'])} of --memory {_bytes(ex['memory'])}, {passes} pass"
-                    f"{'' if passes == 1 else 'es'} over the input)")
+                    f"{'' if passes == 1 else 'es'} over the input"
+                    f"{'' if ex['planned'] == 1 else ', ' + str(ex['planned']) + ' planned ahead'})")
         return EXIT_OK
     st = r.store_stats
     assert st is not None
