@@ -166,7 +166,7 @@ def test_the_cli_reports_a_full_dropped_output_on_one_line(tmp_path, infile, mod
 # ---- allocation failure -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("mode,threads", [(m, t) for m in MODES for t in (1, 2) if (m, t) != ("exact-passes", 2)])
+@pytest.mark.parametrize("mode,threads", [(m, t) for m in MODES for t in (1, 2)])
 def test_allocation_failure_at_each_site_raises_memoryerror_and_records_only_written_lines(
         tmp_path, infile, mode, threads):
     """Fails each hooked allocation a run reaches in turn (the table or store, then the pipeline's

@@ -735,11 +735,12 @@ private:
             g.lock();
         }
         to_write_.push_back(Written{std::move(b), k});
+        writes_queued_.fetch_add(1);  // (with the queue: the writer pops under this mutex too)
         g.unlock();
         notify_writer();
     }
+    // Wakes the writer after writes_queued_ went up.
     void notify_writer() {
-        writes_queued_.fetch_add(1);
         if (writes_with_reads_) {
             // It may wait for room under queue_mutex_: taking the mutex after the count went up
             // means it either saw the count or is waiting and gets the notification.
@@ -755,6 +756,7 @@ private:
         reading_over_.store(true);  // (before the end is queued: the writer sees it when it wakes)
         std::unique_lock<std::mutex> g(write_mutex_);
         to_write_.push_back(Written{nullptr, 0});
+        writes_queued_.fetch_add(1);
         g.unlock();
         notify_writer();
         g.lock();
