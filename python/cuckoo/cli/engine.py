@@ -432,8 +432,9 @@ def dedup(source: Any, out: Any = None, *, exact: bool = False, store: Any = Non
         bytes: when they do not fit, the hash space is split in ranges, and each range set aside
         costs one more pass over the input (the output is still written in input order, each line
         as soon as every pass it needs is done). When the estimate of the distinct lines says
-        ahead that they need well over `memory`, the ranges are planned before the first pass. Other inputs (stdin from a pipe, compressed
-        data, streams) keep them in an anonymous store (a temporary log, removed at the end).
+        ahead that they need more than `memory`, the ranges are planned before the first pass.
+        Other inputs (stdin from a pipe, compressed data, streams) keep them in an anonymous store
+        (a temporary log, removed at the end).
         Without it (and without `store`), a cuckoo filter remembers the lines: much less memory,
         and a new line is dropped by mistake with probability about the filter's expected FPR
         (reported as ``expected_false_drops``).
