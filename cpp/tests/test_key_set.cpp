@@ -76,6 +76,43 @@ TEST_CASE(key_set_stash_holds_keys_of_one_hash) {
     CHECK(!set.contains(span("key30"), h));
 }
 
+TEST_CASE(key_set_stash_keys_survive_a_failed_insert_and_growth) {
+    // A growth re-places the arena's records, so the arena must hold exactly the set's keys: a
+    // key whose stash entry could not be allocated leaves no record behind.
+    cuckoo::KeySet set(cuckoo::KeyHasher{3}, 64);
+    const uint64_t h = 0xfedcba9876543210ull;
+    for (int k = 0; k < 30; ++k) CHECK(set.add(span("same" + std::to_string(k)), h));
+    CHECK(set.stash_size() >= 22u);
+    const uint64_t arena = set.arena_bytes();
+    cuckoo::fault::arm(1);  // the next allocation: the stash's entry for the 31st key
+    bool threw = false;
+    try {
+        set.add(span("same30"), h);
+    } catch (const std::bad_alloc&) {
+        threw = true;
+    }
+    cuckoo::fault::arm(0);
+    CHECK(threw);
+    CHECK_EQ(set.arena_bytes(), arena);
+    CHECK_EQ(set.size(), 30u);
+    CHECK(!set.contains(span("same30"), h));
+    // Other keys until the index grows twice: the stash's keys are placed again, none twice. (A
+    // growth places the index's keys under their own hash, the stash's under the hash they came
+    // with: the test's shared hash is not their own, so a key answers under one of the two.)
+    std::vector<std::string> others;
+    for (int j = 0; set.grows() < 2; ++j) {
+        others.push_back("other" + std::to_string(j));
+        CHECK(set.add(span(others.back()), hash_of(set, others.back())));
+    }
+    CHECK_EQ(set.size(), 30u + others.size());
+    for (int k = 0; k < 30; ++k) {
+        const std::string key = "same" + std::to_string(k);
+        CHECK(set.contains(span(key), h) || set.contains(span(key), hash_of(set, key)));
+    }
+    CHECK(!set.contains(span("same30"), h) && !set.contains(span("same30"), hash_of(set, "same30")));
+    for (const std::string& k : others) CHECK(set.contains(span(k), hash_of(set, k)));
+}
+
 TEST_CASE(key_set_retain_compacts_in_place) {
     std::mt19937_64 rng(5);
     cuckoo::KeySet set(cuckoo::KeyHasher{9}, 0);
