@@ -314,14 +314,18 @@ public:
     // `write_behind` (only for a commit that does nothing: a filter, an anonymous store): with
     // threads > 1, a writer thread gathers and writes the applied blocks in order, so that the
     // calling thread only applies (the writes' copies then overlap the next block's inserts).
-    template <class Apply, class Commit>
-    Result run(Apply&& apply, Commit&& commit, bool write_behind = false) {
+    // `warm()` runs on the calling thread once the producers started (before the first block):
+    // work that apply() would otherwise do in its first blocks while the producers wait, such as
+    // faulting in the pages of a table.
+    template <class Apply, class Commit, class Warm = void (*)()>
+    Result run(Apply&& apply, Commit&& commit, bool write_behind = false, Warm&& warm = [] {}) {
         const unsigned producers = opt_.threads > 1 ? opt_.threads - 1 : 0;
         struct Joiner {
             Pipeline& p;
             ~Joiner() { p.stop_producers(); }
         } joiner{*this};
         if (producers) start_threads(producers, write_behind);
+        warm();
         Result r;
         last_tick_ = std::chrono::steady_clock::now();
         for (uint64_t seq = 0;; ++seq) {
@@ -773,28 +777,38 @@ private:
     // Writes lines [b.write_from, k) whose keep flag equals `kept`, in order, with one copy into
     // out_ and as few write() calls as the fd takes. `final`: the block ends the input with a
     // virtual '\n', which is not written.
+    //
+    // Without a branch on the flag: whether a line is kept is a coin toss (a branch a line
+    // mispredicted about every other line of the hex benchmark), so every line is copied to the
+    // output's end and the end moves on by its length when it is selected. Lines up to kGather
+    // bytes take one fixed-size copy (it may read past the line, within the block's buffer, and
+    // write past it, within out_'s slack), longer ones memcpy.
     template <class Wait>
     void gather_and_write(const Block& b, size_t k, bool kept, bool final, int fd, int side, Wait&& wait,
                           size_t chunk) {
-        out_.size = 0;
+        constexpr size_t kGather = 32;
+        const size_t from = b.write_from;
         const unsigned char* p = b.data.p.get();
-        size_t run_start = 0;
-        bool in_run = false;
-        size_t last_sel = SIZE_MAX;
-        for (size_t j = b.write_from; j < k; ++j) {
+        const size_t first = from ? b.line_end[from - 1] : 0, last = k > from ? b.line_end[k - 1] : first;
+        out_.size = 0;
+        out_.reserve(last - first + kGather);
+        unsigned char* const dst = out_.p.get();
+        const size_t readable = b.data.cap;  // (a fixed-size copy reads no further)
+        size_t at = 0, start = first;
+        bool last_sel = false;
+        for (size_t j = from; j < k; ++j) {
+            const size_t end = b.line_end[j], len = end - start;
             const bool sel = b.keep[j] == kept;
-            const size_t start = j ? b.line_end[j - 1] : 0;
-            if (sel && !in_run) {
-                run_start = start;
-                in_run = true;
-            } else if (!sel && in_run) {
-                out_.append(p + run_start, start - run_start);
-                in_run = false;
-            }
-            if (sel) last_sel = j;
+            if (len <= kGather && start + kGather <= readable)
+                std::memcpy(dst + at, p + start, kGather);
+            else
+                std::memcpy(dst + at, p + start, len);
+            at += sel ? len : 0;
+            last_sel = sel;
+            start = end;
         }
-        if (in_run) out_.append(p + run_start, (k ? b.line_end[k - 1] : 0) - run_start);
-        if (final && k && last_sel == k - 1 && out_.size) --out_.size;
+        out_.size = at;
+        if (final && k > from && last_sel && out_.size) --out_.size;
         write_all(fd, out_.p.get(), out_.size, side, wait, chunk);
     }
     // `chunk` (0: none): the most bytes one write() takes.
@@ -860,11 +874,31 @@ private:
 
 // ---- the two tables ----
 
+// Bytes the inputs hold from here on when each is a regular file (or a prefix alone), else 0
+// (a pipe: unknown).
+inline uint64_t known_input_bytes(const std::vector<Input>& inputs) noexcept {
+    uint64_t total = 0;
+    for (const Input& in : inputs) {
+        total += in.prefix.size();
+        if (in.fd < 0) continue;
+        struct stat st;
+        if (::fstat(in.fd, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
+        const off_t at = ::lseek(in.fd, 0, SEEK_CUR);
+        if (at >= 0 && st.st_size > at) total += static_cast<uint64_t>(st.st_size - at);
+    }
+    return total;
+}
+
 // Dedup through a filter: each block's keys go through insert_batch (unique) in line order; a key
 // that finds no room ends the run after the lines before it (Status::full; the filter holds
 // exactly their keys).
 inline Result with_filter(StagedFilter& f, std::vector<Input> inputs, int out_fd, int dropped_fd, const Options& opt,
                           Pipeline::Tick tick) {
+    // With producers, the table's pages are faulted in while they read the first blocks (the
+    // calling thread, whose inserts are the critical path, would take those faults in its first
+    // blocks while the producers wait for room): when the input is known to be at least as large
+    // as the table, its inserts would touch every page anyway.
+    const bool warm = opt.threads > 1 && known_input_bytes(inputs) >= f.newest().table().allocated_bytes();
     Pipeline p(std::move(inputs), out_fd, dropped_fd, f.hasher(), opt, std::move(tick));
     double fpr_before = f.expected_fpr();
     double expected_false = 0.0;
@@ -882,7 +916,9 @@ inline Result with_filter(StagedFilter& f, std::vector<Input> inputs, int out_fd
             fpr_before = fpr_after;
             return done;
         },
-        [] {}, /*write_behind=*/true);
+        [] {}, /*write_behind=*/true, [&] {
+            if (warm && f.writable()) f.prefault();
+        });
     r.expected_false = expected_false;
     return r;
 }

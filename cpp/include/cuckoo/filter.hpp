@@ -185,6 +185,8 @@ public:
     double fpr_bound() const noexcept { return cuckoo::expected_fpr(fingerprint_bits(), bucket_size(), 1.0, fp_shift_); }
     const InsertStats& stats() const noexcept { return stats_; }
     const PackedTable& table() const noexcept { return table_; }
+    // Backs the table's pages with memory now (ByteBuffer::prefault).
+    void prefault() noexcept { table_.prefault(); }
 
     // ---- hashing ----
     Locator locator() const noexcept { return Locator{bucket_count(), block_count_, fingerprint_bits(), level_, fp_shift_}; }

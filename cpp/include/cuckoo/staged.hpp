@@ -111,6 +111,8 @@ public:
     const Filter& first() const noexcept { return stages_.front(); }
     const Filter& newest() const noexcept { return stages_.back(); }
     bool writable() const noexcept { return first().table().writable(); }
+    // Backs the newest stage's table (the one inserts go to) with memory now.
+    void prefault() noexcept { stages_.back().prefault(); }
     void require_writable() const {
         for (const Filter& f : stages_) f.require_writable();
     }
