@@ -104,6 +104,20 @@ int open_out(const std::string& path) {
     return fd;
 }
 
+// Dedups the files at `paths` through filter f into temp_path("out"); checks that the run went
+// to the end and wrote `want` (the model's kept lines).
+cuckoo::dedup::Result dedup_into_filter(cuckoo::StagedFilter& f, const std::vector<std::string>& paths,
+                                        const cuckoo::dedup::Options& opt, const std::string& want) {
+    const auto in = open_inputs(paths);
+    const int out = open_out(temp_path("out"));
+    const auto r = cuckoo::dedup::with_filter(f, in, out, -1, opt, nullptr);
+    close_inputs(in);
+    ::close(out);
+    CHECK(r.status == cuckoo::dedup::Status::done);
+    CHECK(read_file(temp_path("out")) == want);
+    return r;
+}
+
 }  // namespace
 
 TEST_CASE(pipeline_equals_the_model_through_a_store_and_a_filter) {
@@ -142,13 +156,7 @@ TEST_CASE(pipeline_equals_the_model_through_a_store_and_a_filter) {
             }
             {  // filter: a false drop is possible but, at 32-bit fingerprints and a few hundred keys, never seen
                 cuckoo::StagedFilter f(cuckoo::Filter::for_capacity(1000, 0.0, 32, 4, 500, 3), true);
-                const auto in = open_inputs(paths);
-                const int out = open_out(temp_path("out"));
-                const auto r = cuckoo::dedup::with_filter(f, in, out, -1, opt, nullptr);
-                close_inputs(in);
-                ::close(out);
-                CHECK(r.status == cuckoo::dedup::Status::done);
-                CHECK(read_file(temp_path("out")) == want.first);
+                const auto r = dedup_into_filter(f, paths, opt, want.first);
                 CHECK_EQ(r.kept, f.size());
             }
         }
@@ -175,14 +183,7 @@ TEST_CASE(filter_blocks_sized_by_lines_give_the_answers_of_one_thread) {
         opt.block = size_t(1) << 20;
         opt.threads = threads;
         cuckoo::StagedFilter f(cuckoo::Filter::for_capacity(200000, 0.0, 32, 4, 500, 7), true);
-        const auto in = open_inputs({path});
-        const int out = open_out(temp_path("out"));
-        const auto r = cuckoo::dedup::with_filter(f, in, out, -1, opt, nullptr);
-        close_inputs(in);
-        ::close(out);
-        CHECK(r.status == cuckoo::dedup::Status::done);
-        CHECK(read_file(temp_path("out")) == want.first);
-        CHECK_EQ(r.lines, 400001u);
+        CHECK_EQ(dedup_into_filter(f, {path}, opt, want.first).lines, 400001u);
         const auto& t = f.newest().table();
         tables[threads - 1].assign(reinterpret_cast<const char*>(t.data()), t.data_bytes());
     }
