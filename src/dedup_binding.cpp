@@ -39,7 +39,8 @@ void register_dedup(FilterClass& cls) {
 void register_dedup_exact(py::module_& m) {
     // For cuckoo.cli.estimate: the counts (keys, distinct, once, twice, seen) of the lines of
     // sampled windows, each given as (bytes-like, starts the input, ends the input); seen: a tuple
-    // of the keys seen exactly k times, k = 1..10.
+    // of the keys seen exactly k times, k = 1.._SAMPLE_RARE_MAX.
+    m.attr("_SAMPLE_RARE_MAX") = cuckoo::SampleCounts::kRareMax;
     m.def("_sample_counts", [](const py::list& windows) {
         cuckoo::LineSample sample;
         for (const py::handle w : windows) {

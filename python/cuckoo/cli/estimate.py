@@ -69,8 +69,9 @@ def distinct_estimate(sample: List[bytes], total_lines: float, complete: bool) -
                                 tuple(frequencies[k] for k in range(1, RARE_MAX + 1)))
 
 
-# The rare keys of a sample: those seen at most this many times (_core._sample_counts' `seen`).
-RARE_MAX = 10
+# The rare keys of a sample: those seen at most this many times (_core._sample_counts' `seen`, whose
+# length the core sets).
+RARE_MAX: int = _core._SAMPLE_RARE_MAX
 
 
 def rare_cv2(seen: Sequence[int]) -> float:
