@@ -458,7 +458,9 @@ def dedup(source: Any, out: Any = None, *, exact: bool = False, store: Any = Non
         A second output (path or binary file object) for the lines not written to `out`, in input
         order, exactly as read.
     block_size
-        Bytes read at a time (default 1 MiB, 4 MiB for a store).
+        Bytes read at a time (default 1 MiB, 4 MiB for a store). The filter path with more than
+        one thread reads blocks of about 16,384 lines, from 256 KiB up to this size (short lines
+        make large per-line arrays, which crowd the filter out of the cache).
     progress
         True: a progress line on stderr; or a callable ``progress(lines, bytes)`` called after
         each block (lines and bytes read so far: with ``exact=True`` in several passes, those of
