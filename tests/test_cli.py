@@ -452,8 +452,9 @@ def test_distinct_estimate_of_a_heavy_head_and_an_unseen_tail():
     """Text-like lines: 60% of 10^7 lines from a Zipf head of 20,000 keys (blank lines, markup),
     the rest 2*10^6 keys twice each, sampled as the sizing samples them. The head supplies the
     sample's repeated pairs, so Chao's estimate alone said 0.52 M (a filter growing through three
-    more stages); not below the geometric mean of GEE and N f1/n, it stays within 2x of the 2.02 M
-    distinct keys. And one head with no tail is still about the keys seen."""
+    more stages), and the plain geometric mean of GEE and N f1/n 1.19 M; not below their mean
+    weighted toward N f1/n (UPPER_WEIGHT), it said 1.85 M of the 2.02 M distinct keys. And one head
+    with no tail is still about the keys seen."""
     import numpy as np
 
     rng = np.random.default_rng(1)
@@ -465,7 +466,7 @@ def test_distinct_estimate_of_a_heavy_head_and_an_unseen_tail():
     for seed in (1, 2):
         sample = [b"%d" % k for k in np.random.default_rng(seed).choice(keys, 50_000, replace=False).tolist()]
         est = cli.distinct_estimate(sample, n_lines, False)
-        assert distinct / 2 <= est <= 2 * distinct, (seed, est, distinct)
+        assert 0.8 * distinct <= est <= 1.5 * distinct, (seed, est, distinct)
     only_head = [b"%d" % k for k in (rng.zipf(1.3, size=50_000) % 300).tolist()]
     assert len(set(only_head)) <= cli.distinct_estimate(only_head, n_lines, False) <= 400
 
