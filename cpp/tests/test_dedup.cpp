@@ -7,9 +7,14 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <poll.h>
+
+#include <atomic>
+#include <chrono>
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "check.hpp"
@@ -292,6 +297,121 @@ TEST_CASE(pipeline_stops_before_a_key_longer_than_max_key) {
         CHECK_EQ(r.lines, 2u);
         CHECK(read_file(temp_path("out")) == "a\nb\n");
         CHECK_EQ(s->size(), 2u);
+    }
+}
+
+// A Pipeline over pipes, run on a thread of its own, with a model's apply (first occurrence of
+// each key) that may stop the run after `stop_at` lines and sleeps `sleep` a block (so that the
+// producer gets ahead of it).
+struct PipeRun {
+    int in[2] = {-1, -1}, out[2] = {-1, -1};
+    std::set<std::string> seen;
+    cuckoo::dedup::Result result;
+    std::atomic<bool> done{false};
+    std::thread thread;
+    PipeRun(unsigned threads, size_t block, uint64_t stop_at, std::chrono::milliseconds sleep,
+            bool out_to_pipe) {
+        REQUIRE(::pipe(in) == 0);
+        if (out_to_pipe) {
+            REQUIRE(::pipe(out) == 0);
+        } else {
+            out[1] = open_out(temp_path("pipe_out"));
+        }
+        thread = std::thread([this, threads, block, stop_at, sleep] {
+            cuckoo::dedup::Options opt;
+            opt.block = block;
+            opt.threads = threads;
+            cuckoo::dedup::Pipeline p({cuckoo::dedup::Input{in[0], {}}}, out[1], -1, cuckoo::KeyHasher{3}, opt,
+                                      nullptr);
+            uint64_t lines = 0;
+            result = p.run(
+                [&](cuckoo::dedup::Block& b, size_t n) -> size_t {
+                    std::this_thread::sleep_for(sleep);
+                    size_t j = 0;
+                    for (; j < n && lines < stop_at; ++j, ++lines) {
+                        const cuckoo::KeySpan k = b.key(j);
+                        b.keep[j] = seen.emplace(reinterpret_cast<const char*>(k.data), k.len).second;
+                    }
+                    return j;
+                },
+                [] {}, /*write_behind=*/threads > 1);
+            done = true;
+        });
+    }
+    void write_input(const std::string& d) const {
+        REQUIRE(::write(in[1], d.data(), d.size()) == static_cast<ssize_t>(d.size()));
+    }
+    void close_input() {
+        if (in[1] >= 0) ::close(in[1]);
+        in[1] = -1;
+    }
+    // Waits up to `limit` (a hang guard) for the run to end.
+    bool ended_within(std::chrono::seconds limit) const {
+        const auto until = std::chrono::steady_clock::now() + limit;
+        while (!done && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        return done;
+    }
+    // Reads the output pipe until it holds `want` bytes or `limit` passed.
+    std::string read_output(size_t want, std::chrono::milliseconds limit) const {
+        std::string got;
+        const auto until = std::chrono::steady_clock::now() + limit;
+        while (got.size() < want && std::chrono::steady_clock::now() < until) {
+            pollfd pfd{out[0], POLLIN, 0};
+            if (::poll(&pfd, 1, 20) <= 0) continue;
+            char buf[4096];
+            const ssize_t n = ::read(out[0], buf, sizeof buf);
+            if (n <= 0) break;
+            got.append(buf, static_cast<size_t>(n));
+        }
+        return got;
+    }
+    ~PipeRun() {
+        close_input();  // (ends a run that hung, after its check failed)
+        if (thread.joinable()) thread.join();
+        for (int fd : {in[0], out[0], out[1]})
+            if (fd >= 0) ::close(fd);
+    }
+};
+
+// The run stops (as when a filter fills) near the end of what a pipe holds, while the pipe stays
+// open with the start of one more line. With 2 threads, one thread reads and writes: its read
+// waited on the pipe while the calling thread waited for room in the full write queue, and the
+// run ended only when the pipe closed. It must end at once, having written the lines applied.
+TEST_CASE(a_run_that_stops_ends_while_its_input_pipe_stays_open) {
+    std::string data, want;
+    for (int k = 0; k < 1200; ++k) {
+        const std::string line = "line-" + std::to_string(100000000 + k) + "\n";  // 15 bytes
+        data += line;
+        if (k < 1150) want += line;
+    }
+    for (unsigned threads : {1u, 2u}) {
+        cktest::context() = "threads " + std::to_string(threads);
+        // 1 KiB blocks (18 of them): the producer reads up to 4 ahead while each takes 20 ms.
+        PipeRun run(threads, 1024, 1150, std::chrono::milliseconds(20), false);
+        run.write_input(data + "the start of a line");
+        const bool ended = run.ended_within(std::chrono::seconds(30));
+        CHECK(ended);
+        run.close_input();
+        run.thread.join();
+        CHECK_EQ(run.result.lines, 1150u);
+        CHECK(read_file(temp_path("pipe_out")) == want);
+    }
+}
+
+// A live stream (`tail -f log | cuckoo dedup`): lines that came through a pipe which stays open
+// come out about a tick later, not when a block (1 MiB here) filled or the pipe closed.
+TEST_CASE(the_lines_of_a_live_stream_come_out_while_its_pipe_stays_open) {
+    for (unsigned threads : {1u, 2u}) {
+        cktest::context() = "threads " + std::to_string(threads);
+        PipeRun run(threads, size_t(1) << 20, ~uint64_t(0), std::chrono::milliseconds(0), true);
+        run.write_input("a\nb\na\nc");
+        CHECK(run.read_output(4, std::chrono::seconds(30)) == "a\nb\n");
+        run.write_input("\nb\nd\n");
+        CHECK(run.read_output(4, std::chrono::seconds(30)) == "c\nd\n");
+        run.close_input();
+        CHECK(run.ended_within(std::chrono::seconds(30)));
+        CHECK_EQ(run.result.lines, 6u);
+        CHECK(run.read_output(1, std::chrono::milliseconds(100)).empty());  // (it wrote all before it ended)
     }
 }
 

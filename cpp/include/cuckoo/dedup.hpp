@@ -375,9 +375,17 @@ public:
 
 private:
     // ---- reading (under read_mutex_ when producers run) ----
-    // Fills b with the next whole lines of the input; b.end when there are none.
-    template <class Wait>
-    void read_block(Block& b, Wait&& wait) {
+    // Fills b with the next whole lines of the input; b.end when there are none. Returns false
+    // when it gave way instead (give_way() said so after the input ran dry for the moment: b
+    // holds nothing, the bytes read so far wait in carry_ for the next read).
+    //
+    // A block is read to its size, except from an input that runs dry (a pipe, a terminal, a
+    // socket): there, once a tick (opt.tick_every) passed since the block's read began, the
+    // whole lines read so far make the block. So the lines of a live stream (`tail -f log |
+    // cuckoo dedup`) come out within about a tick, not a block later, while a pipe that keeps
+    // up (zcat) still fills whole blocks. (The output does not depend on where blocks end.)
+    template <class Wait, class GiveWay>
+    bool read_block(Block& b, Wait&& wait, GiveWay&& give_way) {
         b.used = 0;
         b.virtual_nl = b.too_long = b.end = false;
         b.error = nullptr;
@@ -385,10 +393,11 @@ private:
         b.write_to = SIZE_MAX;
         Bytes& d = b.data;
         d.size = 0;
+        const auto began = std::chrono::steady_clock::now();
         while (true) {
             if (src_ >= inputs_.size()) {
                 b.end = true;
-                return;
+                return true;
             }
             if (!prefix_taken_) {
                 carry_.append(inputs_[src_].prefix.data(), inputs_[src_].prefix.size());
@@ -400,26 +409,45 @@ private:
             size_t target = std::max(sized ? sized : opt_.block, d.size + 1);
             bool eof = false;
             size_t searched = 0;  // bytes of d known to hold no '\n'
+            // The whole lines of d make the block; the rest waits in carry_.
+            const auto take_lines_to = [&](size_t last) {
+                const size_t used = last + 1;
+                carry_.append(d.p.get() + used, d.size - used);
+                d.size = used;
+                b.used = used;
+                b.last_input = src_ + 1 == inputs_.size();
+            };
             while (true) {
                 d.reserve(target + 1);  // + 1: room for a virtual '\n'
                 while (d.size < target) {
-                    const ssize_t got = read_some(inputs_[src_].fd, d.p.get() + d.size, target - d.size, wait);
+                    const size_t asked = target - d.size;
+                    const ssize_t got = read_some(inputs_[src_].fd, d.p.get() + d.size, asked, wait);
                     if (got == 0) {
                         eof = true;
                         break;
                     }
-                    d.size += static_cast<size_t>(got);
+                    if (got > 0) d.size += static_cast<size_t>(got);
+                    if (got != kIdle && static_cast<size_t>(got) == asked) continue;
+                    // The input ran dry for now.
+                    if (std::chrono::steady_clock::now() - began >= opt_.tick_every) {
+                        const size_t last = last_newline(d.p.get(), searched, d.size);
+                        if (last != SIZE_MAX) {
+                            take_lines_to(last);
+                            return true;
+                        }
+                        searched = d.size;
+                    }
+                    if (give_way()) {
+                        carry_.append(d.p.get(), d.size);  // (carry_ was emptied into d above)
+                        d.size = 0;
+                        return false;
+                    }
                 }
                 if (eof) break;
-                const unsigned char* base = d.p.get();
-                const size_t last = last_newline(base, searched, d.size);
+                const size_t last = last_newline(d.p.get(), searched, d.size);
                 if (last != SIZE_MAX) {
-                    const size_t used = last + 1;
-                    carry_.append(base + used, d.size - used);
-                    d.size = used;
-                    b.used = used;
-                    b.last_input = src_ + 1 == inputs_.size();
-                    return;
+                    take_lines_to(last);
+                    return true;
                 }
                 // A line longer than the block: read on until its end (refused early when its
                 // key already passes max_key: +1 for a '\r' that would not be part of it).
@@ -427,7 +455,7 @@ private:
                 if (d.size > opt_.max_key + 1 && opt_.max_key != ~uint64_t(0)) {
                     b.too_long = true;
                     b.used = 0;
-                    return;
+                    return true;
                 }
                 target = d.size + opt_.block;
             }
@@ -441,15 +469,28 @@ private:
                 b.virtual_nl = true;
             }
             b.used = d.size;
-            return;
+            return true;
         }
     }
 
+    // read_some's answer when the fd had nothing to read for a tick (after wait()).
+    static constexpr ssize_t kIdle = -1;
+    // Reads up to n bytes into dst: how many, 0 at the end of the input, or kIdle.
     template <class Wait>
     ssize_t read_some(int fd, unsigned char* dst, size_t n, Wait&& wait) {
         if (fd < 0) return 0;  // an input given whole as its prefix
         while (true) {
-            wait_ready(fd, POLLIN, opt_.tick_every, wait);
+            pollfd pfd{fd, POLLIN, 0};
+            const int ready = ::poll(&pfd, 1, static_cast<int>(opt_.tick_every.count()));
+            if (ready == 0) {
+                wait();
+                return kIdle;
+            }
+            if (ready < 0 && errno == EINTR) {
+                wait();
+                continue;
+            }
+            // (ready < 0 otherwise: let the read itself report the error)
             const ssize_t got = ::read(fd, dst, std::min<size_t>(n, size_t(1) << 30));
             if (got >= 0) return got;
             if (errno == EINTR) {
@@ -481,7 +522,7 @@ private:
 
     std::unique_ptr<Block> produce_inline(const Result& r) {
         std::unique_ptr<Block> b = take_free();
-        read_block(*b, [&] { maybe_tick(r); });
+        read_block(*b, [&] { maybe_tick(r); }, [] { return false; });
         if (!b->end) split_and_hash(*b, hasher_, opt_.max_key);
         return b;
     }
@@ -583,15 +624,22 @@ private:
         }
         {
             std::unique_ptr<Block> b = take_free();
+            // A producer that also writes gives way to the blocks queued for it when the input
+            // runs dry: else, with its read waiting on a pipe that stays open, the calling thread
+            // could wait for room in a full write queue and never reach finish_writer.
+            const auto give_way = [this, also_writes] { return also_writes && writes_queued_.load() > 0; };
+            bool gave_way = false;
             try {
                 std::lock_guard<std::mutex> rg(read_mutex_);
                 b->seq = next_seq_++;
                 if (input_done_) {
                     b->end = true;
                     b->error = nullptr;
-                } else {
-                    read_block(*b, wait);
-                    if (b->end || b->too_long) input_done_ = true;
+                } else if (!read_block(*b, wait, give_way)) {
+                    --next_seq_;
+                    gave_way = true;
+                } else if (b->end || b->too_long) {
+                    input_done_ = true;
                 }
             } catch (const Stopped&) {
                 return Step::stopped;
@@ -599,6 +647,12 @@ private:
                 std::lock_guard<std::mutex> rg(read_mutex_);
                 b->error = std::current_exception();
                 input_done_ = true;
+            }
+            if (gave_way) {
+                recycle(std::move(b));
+                std::lock_guard<std::mutex> g(queue_mutex_);
+                --issued_;
+                return Step::write_first;
             }
             const bool last = b->end || b->error || input_done_;
             if (!b->end && !b->error) {
