@@ -255,6 +255,47 @@ def test_a_full_filter_ends_the_run_while_its_input_pipe_stays_open(threads):
 
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("mode", [["--fpr", "1e-8"], ["--exact"]])
+def test_the_lines_of_a_live_stream_come_out_while_its_pipe_stays_open(threads, mode):
+    """`tail -f log | cuckoo dedup`: the lines that came through the pipe come out (about a tick
+    later) while it stays open, not once two blocks (the estimate's head) or a block (the
+    pipeline's read) filled or the pipe closed."""
+    import os
+    import selectors
+
+    proc = subprocess.Popen([sys.executable, "-m", "cuckoo", "dedup", "-q", *mode, "--threads", str(threads)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def read_until(want: bytes) -> bytes:  # (60 s: a hang guard, not a time limit)
+        got = b""
+        with selectors.DefaultSelector() as sel:
+            sel.register(proc.stdout, selectors.EVENT_READ)
+            while len(got) < len(want) and sel.select(timeout=60):
+                piece = os.read(proc.stdout.fileno(), 4096)
+                if not piece:
+                    break
+                got += piece
+        return got
+
+    try:
+        proc.stdin.write(b"a\nb\na\nc")
+        proc.stdin.flush()
+        first = read_until(b"a\nb\n")
+        proc.stdin.write(b"\nb\nd\n")
+        proc.stdin.flush()
+        second = read_until(b"c\nd\n")
+    finally:
+        proc.stdin.close()
+        rest = proc.stdout.read()
+        err = proc.stderr.read()
+        rc = proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+    assert (first, second, rest) == (b"a\nb\n", b"c\nd\n", b""), err
+    assert rc == 0, err
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("mode", [["--fpr", "1e-8"], ["--exact"]])
 def test_ctrl_c_stops_a_run_whose_output_stalls(tmp_path, infile, threads, mode):
     """Nobody reads the output pipe: the write (with 2 threads, the writer thread's) waits, the
     applying thread fills the writer's queue and waits too, looking at the signals; Ctrl-C then

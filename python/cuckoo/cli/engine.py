@@ -312,7 +312,8 @@ def _fd_of(stream: Any, write: bool) -> Optional[int]:
 
 def _drain(stream: Any) -> bytes:
     """What a buffered reader of a pipe has read ahead of its position (the pipeline then reads its
-    fd from there on)."""
+    fd from there on). It reads the pipe when the buffer is empty: not for a source whose
+    read_head left it empty (a live stream would keep the run from starting)."""
     if not isinstance(stream, io.BufferedReader) or stream.seekable():
         return b""
     ahead = stream.peek(1)  # the buffered bytes (a read only when none are: they are next anyway)
@@ -377,7 +378,7 @@ class _Native:
                 fd = _fd_of(stream, write=False)
                 if fd is None:
                     return None
-                n.inputs[k] = (fd, n.inputs[k][1] + _drain(stream))
+                n.inputs[k] = (fd, n.inputs[k][1] + (b"" if src.buffer_empty else _drain(stream)))
                 if src.stream is not None and not src.owned:
                     n.streams.append((src.stream, fd))
         return n

@@ -116,6 +116,11 @@ def estimate_from_counts(n: int, d: int, f1: int, f2: int, total_lines: float,
     return min(max(float(d), gee, mostly_distinct), most)
 
 
+# Seconds a pipe may pause while the estimate reads its head before the run starts without the
+# rest of it (sized as for input of unknown size): the lines of a live stream come out at once.
+PIPE_PATIENCE = 0.25
+
+
 def estimate_keys(sources: List[Source], block: int) -> Tuple[int, bool]:
     """An estimate of the distinct keys (lines) of the input, and whether it is an estimate at
     all (False when a source is a pipe longer than two blocks). Regular files are sampled in
@@ -143,14 +148,14 @@ def estimate_input(sources: List[Source], block: int) -> Tuple[int, bool, float]
                 complete = False
             total += lines
             continue
-        # stdin or a pipe: read two blocks ahead; if that was all of it, count exactly; if it is
-        # a regular file (`< big.txt`), scale the sample by its size; else the size is unknown.
-        chunk = src.read(block)
-        rest = src.read(block) if chunk else b""
-        src.pushed.extend(piece for piece in (chunk, rest) if piece)
-        head = chunk + rest
-        window = (head, True, not rest or src.eof)
-        if rest and not src.eof:
+        # stdin or a pipe: read two blocks ahead (less from a pipe that pauses: PIPE_PATIENCE);
+        # if that was all of it, count exactly; if it is a regular file (`< big.txt`), scale the
+        # sample by its size; else the size is unknown.
+        head = src.read_head(2 * block, PIPE_PATIENCE)
+        if head:
+            src.pushed.append(head)
+        window = (head, True, src.eof)
+        if not src.eof:
             if size is None:
                 return 0, False, 0.0
             complete = False

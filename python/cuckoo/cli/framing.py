@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import os
+import select
 import stat
 import sys
 from typing import IO, Any, Callable, Iterator, List, Optional, Sequence, Tuple, Union
@@ -277,6 +278,9 @@ class Source:
         self.eof = False
         self._checked = False  # whether the stream was checked for a compression magic number
         self._raw: Optional[IO[bytes]] = None
+        # The stream's buffer holds no bytes read ahead: read_head read its fd directly after
+        # taking them, and nothing read through the stream since.
+        self.buffer_empty = False
 
     def open(self) -> IO[bytes]:
         if self.stream is not None and not self._checked:  # a stream given: compressed too?
@@ -337,6 +341,7 @@ class Source:
             return self.pushed.pop(0)
         if self.eof:
             return b""
+        self.buffer_empty = False
         try:
             chunk = self.open().read(size)
         except OSError as exc:
@@ -348,6 +353,42 @@ class Source:
         if not chunk:
             self.eof = True
         return chunk
+
+    def read_head(self, size: int, patience: float) -> bytes:
+        """Up to `size` bytes, for the estimate: fewer at the end of the input (then `eof`) or, from
+        a pipe or a terminal, once it gave nothing for `patience` seconds after its first bytes: a
+        live stream (`tail -f log | cuckoo dedup`) starts then, not when it wrote `size` bytes."""
+        stream = self.open()
+        if self.pushed or self.eof or not isinstance(stream, io.BufferedReader) or stream.seekable():
+            pieces: List[bytes] = []
+            got = 0
+            while got < size:  # (a short read is the end only when the next one is empty)
+                piece = self.read(size - got)
+                if not piece:
+                    break
+                pieces.append(piece)
+                got += len(piece)
+            return b"".join(pieces)
+        try:
+            fd = stream.fileno()
+            ahead = stream.peek(1)  # waits for the first bytes (and takes what the buffer holds)
+            parts = [stream.read(len(ahead))] if ahead else []
+            got = len(parts[0]) if parts else 0
+            if not got:
+                self.eof = True
+            while got and got < size:
+                if not select.select([fd], [], [], patience)[0]:
+                    break
+                chunk = os.read(fd, size - got)
+                if not chunk:
+                    self.eof = True
+                    break
+                parts.append(chunk)
+                got += len(chunk)
+        except OSError as exc:
+            raise self.input_error(exc) from None
+        self.buffer_empty = True
+        return b"".join(parts)
 
     def regular_size(self) -> Optional[int]:
         """Size in bytes if this is a regular file, else None."""
