@@ -185,6 +185,44 @@ def check_filter(tmp_path, inputs, block, threads):
 test_filter_is_a_subsequence_of_the_model, test_filter_is_a_subsequence_of_the_model_long = fast_and_long(check_filter)
 
 
+def short_lines(seed: int, lines: int) -> bytes:
+    """Many short lines (ids repeated at random, some CRLF and empty), a few lines longer than a
+    block of 256 KiB, and at random no final newline."""
+    rng = random.Random(seed)
+    parts = []
+    for _ in range(lines):
+        kind = rng.random()
+        if kind < 0.00002:
+            parts.append(b"L" * rng.randrange(300_000, 700_000))
+        elif kind < 0.01:
+            parts.append(b"")
+        else:
+            parts.append(b"id%d" % rng.randrange(lines // 2 + 1))
+        parts.append(b"\r\n" if rng.random() < 0.2 else b"\n")
+    data = b"".join(parts)
+    return data[:-1] if rng.random() < 0.5 else data
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(0, 2**32), st.integers(20_000, 150_000), st.integers(256 << 10, 1 << 20), st.integers(2, 3))
+def test_filter_blocks_sized_by_lines_answer_as_one_thread(tmp_path, seed, lines, block, threads):
+    """With producers, the filter path reads blocks of about 16 Ki lines (down to 256 KiB, up to
+    the block size): the output equals that of one thread reading whole blocks, and of the Python
+    block path, with the same seed and capacity; and it is a subsequence of the model."""
+    data = short_lines(seed, lines)
+    paths = write_inputs(tmp_path, [data])
+    outs = []
+    for t in (1, threads):
+        out = tmp_path / f"out{t}"
+        cuckoo.dedup(paths, out, block_size=block, threads=t, seed=7, capacity=lines)
+        outs.append(out.read_bytes())
+    py_out = io.BytesIO()
+    cuckoo.dedup(io.BytesIO(data), py_out, block_size=block, seed=7, capacity=lines)
+    assert outs[1] == outs[0] == py_out.getvalue()
+    kept, _ = model([data])
+    assert is_subsequence([t for t, _ in split([outs[1]])], [t for t, _ in split([kept])])
+
+
 @FAST
 @given(st.lists(text, min_size=2, max_size=4), st.integers(1, 300), st.integers(1, 4))
 def test_store_across_reruns_equals_the_model(tmp_path, runs, block, threads):
