@@ -114,8 +114,11 @@ void register_dedup_exact(py::module_& m) {
     // mean_key_bytes: the keys' mean length (0: unknown), which with `expected` plans the passes.
     m.def("_dedup_exact", [](const py::list& inputs, int out_fd, int dropped_fd, const py::list& start_list,
                              uint64_t block, unsigned threads, uint64_t memory, uint64_t expected, uint64_t seed,
-                             py::object progress, double mean_key_bytes) {
-        DedupCall c = dedup_call(inputs, out_fd, dropped_fd, block, threads, ~uint64_t(0), std::move(progress));
+                             py::object progress, double mean_key_bytes, int spill_fd, uint64_t spill_log_id,
+                             uint64_t max_key) {
+        // spill_fd >= 0: inputs read once (see cuckoo::dedup::Spill); max_key: the store's limit
+        DedupCall c = dedup_call(inputs, out_fd, dropped_fd, block, threads, spill_fd >= 0 ? max_key : ~uint64_t(0),
+                                 std::move(progress));
         std::vector<int64_t> starts;
         for (const py::handle x : start_list) starts.push_back(x.cast<int64_t>());
         if (starts.size() != c.inputs.size()) throw py::value_error("one start offset per input");
@@ -125,7 +128,8 @@ void register_dedup_exact(py::module_& m) {
             try {
                 return cuckoo::dedup::with_key_set(call.inputs, starts, call.out_fd, call.dropped_fd,
                                                    cuckoo::KeyHasher{seed}, call.opt, memory, expected,
-                                                   std::move(tick), &info, mean_key_bytes);
+                                                   std::move(tick), &info, mean_key_bytes,
+                                                   cuckoo::dedup::Spill{spill_fd, spill_log_id});
             } catch (const cuckoo::dedup::InputChanged& e) {
                 changed = e.what();
                 return cuckoo::dedup::Result{};
@@ -138,10 +142,19 @@ void register_dedup_exact(py::module_& m) {
         d["distinct"] = info.distinct;
         d["peak_memory"] = info.peak_set_bytes;
         d["grows"] = info.grows;
+        if (info.spilled_at_line != ~uint64_t(0)) {
+            d["spilled_at_line"] = info.spilled_at_line;
+            d["spilled_keys"] = info.spilled_keys;
+            d["store_log_bytes"] = info.store.log_bytes;
+            d["store_index_bytes"] = info.store.index_bytes;
+            d["store_grows"] = info.store.grows;
+            d["store_grows_from_memory"] = info.store.grows_from_memory;
+        }
         return d;
     }, py::arg("inputs"), py::arg("out_fd"), py::arg("dropped_fd"), py::arg("starts"), py::arg("block"),
        py::arg("threads"), py::arg("memory"), py::arg("expected"), py::arg("seed"), py::arg("progress"),
-       py::arg("mean_key_bytes") = 0.0);
+       py::arg("mean_key_bytes") = 0.0, py::arg("spill_fd") = -1, py::arg("spill_log_id") = 0,
+       py::arg("max_key") = ~uint64_t(0));
 #endif
 }
 

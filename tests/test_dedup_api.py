@@ -188,28 +188,34 @@ def test_the_store_index_is_sized_from_the_estimate(tmp_path, store):
 
 
 def test_an_unknown_input_size_grows_the_exact_index_from_memory(tmp_path):
-    """A pipe longer than the estimate's look-ahead: nothing to reserve from, so the anonymous
-    store's index grows as lines come, each growth from the entries' kept hash bits, never by
-    reading the log back."""
+    """A pipe longer than the estimate's look-ahead: nothing to size from, so the key set's index
+    grows as lines come; under a small --memory the keys move to an anonymous store, whose index
+    grows on from the entries' kept hash bits, never by reading the log back."""
     import os
     import threading
 
     data = b"".join(b"key-%d\n" % (i % 150_000) for i in range(300_000))
-    r_fd, w_fd = os.pipe()
 
     def feed():
         with os.fdopen(w_fd, "wb") as w:
             w.write(data)
 
-    t = threading.Thread(target=feed)
-    t.start()
-    out = tmp_path / "out"
-    with os.fdopen(r_fd, "rb") as src:
-        r = cuckoo.dedup(src, out, exact=True, block_size=1 << 16)
-    t.join()
-    assert out.read_bytes() == ref_dedup(data)
-    st = r.store_stats
-    assert st["grows"] > 3 and st["grows_from_memory"] == st["grows"]
+    for memory, moved in ((None, False), (256 << 10, True)):
+        r_fd, w_fd = os.pipe()
+        t = threading.Thread(target=feed)
+        t.start()
+        out = tmp_path / "out"
+        with os.fdopen(r_fd, "rb") as src:
+            r = cuckoo.dedup(src, out, exact=True, block_size=1 << 16, memory=memory)
+        t.join()
+        assert out.read_bytes() == ref_dedup(data)
+        ex = r.exact_stats
+        assert ex["read_once"] and ex["passes"] == 1
+        if moved:
+            assert 0 < ex["spilled_at_line"] < 100_000, ex
+            assert ex["store_grows"] >= 1 and ex["store_grows_from_memory"] == ex["store_grows"], ex
+        else:
+            assert "spilled_at_line" not in ex and ex["grows"] > 3, ex
 
 
 def test_exact_memory_from_the_command_line(tmp_path):

@@ -28,7 +28,7 @@ pytestmark = pytest.mark.skipif(os.name != "posix", reason="the native pipeline 
 
 # exact: the in-memory key set in one pass; exact-passes: the same with a budget (64 KiB) that
 # makes it read the input in several passes (cpp/include/cuckoo/dedup.hpp, with_key_set).
-MODES = ["filter", "exact", "exact-passes", "store"]
+MODES = ["filter", "exact", "exact-passes", "exact-read-once", "store"]
 
 
 def data_lines(n=30_000, distinct=9_000):
@@ -44,7 +44,25 @@ def run(mode, source, out, tmp_path, **kw):
         r = cuckoo.dedup(source, out, exact=True, memory=1 << 16, **kw)
         assert r.exact_stats["passes"] > 1
         return r
+    if mode == "exact-read-once":  # compressed input: read once, its keys past --memory moved to a store
+        r = cuckoo.dedup(gzipped(source), out, exact=True, memory=1 << 16, **kw)
+        assert r.exact_stats["read_once"] and r.exact_stats["spilled_at_line"] > 0
+        return r
     return cuckoo.dedup(source, out, store=tmp_path / "seen.ckv", **kw)
+
+
+def gzipped(source):
+    """The regular files among `source` (a path or a list of them) as .gz files beside them."""
+    import gzip
+
+    if isinstance(source, list):
+        return [gzipped(s) for s in source]
+    if not os.path.isfile(source):
+        return source
+    gz = source + ".gz"
+    with open(source, "rb") as src, open(gz, "wb") as dst:
+        dst.write(gzip.compress(src.read(), compresslevel=1))
+    return gz
 
 
 def store_keys(tmp_path):
@@ -202,7 +220,36 @@ def test_allocation_failure_at_each_site_raises_memoryerror_and_records_only_wri
     # The sweep reached the pipeline's buffers, not only the table or store (without their hooks it
     # ends at 2, 4, 4 and 6 here: the key set's index, chunk list, chunk and a pass's key list),
     # and with several passes those of every pass.
-    assert n > {"filter": 8, "exact": 10, "exact-passes": 40, "store": 12}[mode]
+    assert n > {"filter": 8, "exact": 10, "exact-passes": 40, "exact-read-once": 12, "store": 12}[mode]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_failed_write_of_the_store_that_keys_moved_to_raises_and_leaves_a_prefix(tmp_path, infile, threads):
+    """Input read once whose keys passed --memory goes on in a store on an anonymous file: each of
+    that store's writes fails in turn (ENOSPC, the store's test hook): an OSError of that errno,
+    and an output that is a prefix of the reference; then the run that gets past them all."""
+    want = b"".join(dict.fromkeys(data_lines()))
+    n = 1
+    while True:
+        out = tmp_path / f"out{n}.txt"
+        _core._testing_io_fault(n, errno.ENOSPC, False)
+        try:
+            run("exact-read-once", str(infile), out, tmp_path, threads=threads, block_size=1 << 14)
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC, exc
+            got = out.read_bytes() if out.exists() else b""
+            assert want.startswith(got), f"write {n}: the output is not a prefix of the reference"
+            n += 1
+            continue
+        finally:
+            _core._testing_io_fault(0, 0, False)
+        break
+    assert out.read_bytes() == want
+    assert n > 1  # (the store wrote, and its writes failed)
+    r = subprocess.run([sys.executable, "-m", "cuckoo", "dedup", "--exact", "--memory", "64K", "-o", "/dev/full",
+                        gzipped(str(infile))], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    err = r.stderr.decode()
+    assert r.returncode == 4 and err.count("\n") == 1 and "No space left" in err and "Traceback" not in err, err
 
 
 @pytest.mark.parametrize("threads", [1, 2])

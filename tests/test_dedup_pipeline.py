@@ -185,6 +185,46 @@ def check_filter(tmp_path, inputs, block, threads):
 test_filter_is_a_subsequence_of_the_model, test_filter_is_a_subsequence_of_the_model_long = fast_and_long(check_filter)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_exact_from_a_pipe_keeps_its_keys_in_memory_then_moves_them_to_a_store(tmp_path, threads):
+    """Input read once (a pipe, compressed input): one pass through the in-memory key set while
+    its keys fit --memory; past it they move to a store on an anonymous file, and the run goes on
+    through it. The output is the model's wherever they moved; the note says which it was."""
+    import gzip
+    import subprocess
+    import sys
+
+    rng = random.Random(9)
+    keys = [b"key-%06d" % rng.randrange(40_000) for _ in range(120_000)]
+    data = b"".join(k + b"\n" for k in keys)
+    kept, dropped = model([data])
+    (tmp_path / "in.gz").write_bytes(gzip.compress(data, compresslevel=1))
+    cmd = [sys.executable, "-m", "cuckoo", "dedup", "--exact", "--threads", str(threads), "--block-size", "16384"]
+    for memory, where in (("1G", "in memory:"), ("256K", "then a store:"), ("4K", "then a store:")):
+        for how in ("pipe", "gzip"):
+            if how == "pipe":
+                r = subprocess.run(cmd + ["--memory", memory], input=data, capture_output=True)
+            else:
+                r = subprocess.run(cmd + ["--memory", memory, str(tmp_path / "in.gz")], capture_output=True)
+            assert r.returncode == 0 and r.stdout == kept, (memory, how, r.stderr)
+            assert where in r.stderr.decode(), r.stderr
+    # input that the estimate read whole (two blocks at most), expected not to fit: the store at once
+    small = data[:20_000]
+    r = subprocess.run(cmd + ["--memory", "4K"], input=small, capture_output=True)
+    assert r.returncode == 0 and r.stdout == model([small])[0], r.stderr
+    assert b"expected not to fit --memory 4.0 KiB" in r.stderr, r.stderr
+    # through cuckoo.dedup, a binary file object over a pipe
+    read_fd, write_fd = os.pipe()
+    with os.fdopen(write_fd, "wb") as w:
+        w.write(data[:60_000])  # (within the pipe's buffer; the rest from the head read back)
+    with os.fdopen(read_fd, "rb") as src:
+        out, drop = tmp_path / "out", tmp_path / "drop"
+        r = cuckoo.dedup(src, out, exact=True, dropped=drop, memory=64 << 10, threads=threads, block_size=4096)
+    want_kept, want_dropped = model([data[:60_000]])
+    assert out.read_bytes() == want_kept and drop.read_bytes() == want_dropped
+    assert r.exact_stats["read_once"] and r.exact_stats["passes"] == 1
+
+
 def short_lines(seed: int, lines: int) -> bytes:
     """Many short lines (ids repeated at random, some CRLF and empty), a few lines longer than a
     block of 256 KiB, and at random no final newline."""

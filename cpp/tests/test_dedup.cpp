@@ -89,6 +89,22 @@ std::string random_input(std::mt19937_64& rng, size_t lines) {
     return d;
 }
 
+// 1 to 3 random inputs (random_input, fewer than max_lines lines each), written to files `name`0,
+// `name`1, ...
+struct Inputs {
+    std::vector<std::string> data, paths;
+};
+Inputs random_inputs(std::mt19937_64& rng, size_t max_lines, const std::string& name) {
+    Inputs in;
+    const size_t n_inputs = 1 + rng() % 3;
+    for (size_t i = 0; i < n_inputs; ++i) {
+        in.data.push_back(random_input(rng, rng() % max_lines));
+        in.paths.push_back(temp_path((name + std::to_string(i)).c_str()));
+        write_file(in.paths.back(), in.data.back());
+    }
+    return in;
+}
+
 std::vector<cuckoo::dedup::Input> open_inputs(const std::vector<std::string>& paths) {
     std::vector<cuckoo::dedup::Input> in;
     for (const std::string& p : paths) {
@@ -128,13 +144,7 @@ cuckoo::dedup::Result dedup_into_filter(cuckoo::StagedFilter& f, const std::vect
 TEST_CASE(pipeline_equals_the_model_through_a_store_and_a_filter) {
     std::mt19937_64 rng(11);
     for (int trial = 0; trial < 12; ++trial) {
-        const size_t n_inputs = 1 + rng() % 3;
-        std::vector<std::string> data, paths;
-        for (size_t i = 0; i < n_inputs; ++i) {
-            data.push_back(random_input(rng, rng() % 400));
-            paths.push_back(temp_path(("in" + std::to_string(i)).c_str()));
-            write_file(paths.back(), data.back());
-        }
+        const auto [data, paths] = random_inputs(rng, 400, "in");
         const auto want = model(data);
         for (unsigned threads : {1u, 2u, 4u}) {
             cuckoo::dedup::Options opt;
@@ -200,13 +210,7 @@ TEST_CASE(exact_passes_equal_the_model_at_every_budget) {
     // makes ranges split (down to budgets of a few keys); the output must not depend on either.
     std::mt19937_64 rng(17);
     for (int trial = 0; trial < 10; ++trial) {
-        const size_t n_inputs = 1 + rng() % 3;
-        std::vector<std::string> data, paths;
-        for (size_t i = 0; i < n_inputs; ++i) {
-            data.push_back(random_input(rng, rng() % 500));
-            paths.push_back(temp_path(("in" + std::to_string(i)).c_str()));
-            write_file(paths.back(), data.back());
-        }
+        const auto [data, paths] = random_inputs(rng, 500, "in");
         const auto want = model(data);
         for (uint64_t budget : {uint64_t(1) << 30, uint64_t(3000), uint64_t(0)}) {
             for (unsigned threads : {1u, 3u}) {
@@ -238,6 +242,59 @@ TEST_CASE(exact_passes_equal_the_model_at_every_budget) {
                 CHECK_EQ(r.kept, info.distinct);
                 if (budget >= (uint64_t(1) << 30)) CHECK_EQ(info.passes, 1u);
                 if (budget < 4000 && want.first.size() > 2000) CHECK(info.passes > 1);
+            }
+        }
+    }
+}
+
+TEST_CASE(exact_read_once_moves_its_keys_to_a_store_past_the_budget) {
+    // Input read once (Spill: a pipe): one pass; past the budget the keys move to a store on an
+    // anonymous file, at once when the expected keys do not fit, and the run goes on through it.
+    // The output must not depend on where (or whether) they moved, nor on the thread count.
+    std::mt19937_64 rng(23);
+    for (int trial = 0; trial < 8; ++trial) {
+        const auto [data, paths] = random_inputs(rng, 500, "once");
+        const auto want = model(data);
+        struct Case {
+            uint64_t budget, expected_keys;
+            double mean_key_bytes;
+        };
+        for (const Case c : {Case{uint64_t(1) << 30, 0, 0}, Case{3000, 0, 0}, Case{20000, 0, 0},
+                             Case{3000, 100000, 20.0}}) {
+            for (unsigned threads : {1u, 2u, 3u}) {
+                cuckoo::dedup::Options opt;
+                opt.block = 1 + rng() % 300;
+                opt.threads = threads;
+                cktest::context() = "trial " + std::to_string(trial) + " budget " + std::to_string(c.budget) +
+                                    " expected " + std::to_string(c.expected_keys) + " threads " +
+                                    std::to_string(threads) + " block " + std::to_string(opt.block);
+                const auto in = open_inputs(paths);
+                const std::string spill_path = temp_path("spill");
+                const int spill_fd = ::open(spill_path.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
+                REQUIRE(spill_fd >= 0);
+                const int out = open_out(temp_path("out")), dropped = open_out(temp_path("dropped"));
+                cuckoo::dedup::ExactRun info;
+                const auto r = cuckoo::dedup::with_key_set(
+                    in, std::vector<int64_t>(in.size(), 0), out, dropped, cuckoo::KeyHasher{trial + 7u}, opt, c.budget,
+                    c.expected_keys, nullptr, &info, c.mean_key_bytes, cuckoo::dedup::Spill{spill_fd, 99});
+                close_inputs(in);
+                ::close(out);
+                ::close(dropped);
+                ::close(spill_fd);
+                CHECK(r.status == cuckoo::dedup::Status::done);
+                CHECK(read_file(temp_path("out")) == want.first);
+                CHECK(read_file(temp_path("dropped")) == want.second);
+                CHECK_EQ(info.passes, 1u);
+                CHECK_EQ(r.kept, info.distinct);
+                const bool moved = info.spilled_at_line != ~uint64_t(0);
+                if (c.expected_keys) {
+                    CHECK(moved && info.spilled_at_line == 0 && info.spilled_keys == 0);
+                } else if (c.budget > 100000) {
+                    CHECK(!moved);
+                } else if (c.budget <= 3000 && want.first.size() > 2000) {
+                    CHECK(moved && info.spilled_at_line > 0 && info.spilled_keys > 0);
+                }
+                if (moved) CHECK(info.store.log_bytes > 0 && info.store.live == info.distinct);
             }
         }
     }

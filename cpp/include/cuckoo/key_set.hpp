@@ -223,6 +223,20 @@ public:
         return size();
     }
 
+    // Calls f(key) for every key of the set, in the arena's order (the order they were added in,
+    // but for a set that retain() compacted). The key's bytes stay valid until the set changes.
+    template <class F>
+    void for_each_key(F&& f) const {
+        for (const Chunk& c : chunks_)
+            for (uint64_t o = 0; o < c.used;) {
+                const unsigned char* rec = c.buf.data() + o;
+                uint64_t len;
+                const unsigned head = read_length(rec, len);
+                f(KeySpan{rec + head, len});
+                o += head + len;
+            }
+    }
+
     // The memory the keys need (their records, and the index at the load where it grows): what
     // memory_bytes() is right after a growth, without the slack of an index sized ahead.
     uint64_t needed_bytes() const noexcept {

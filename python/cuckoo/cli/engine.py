@@ -128,7 +128,12 @@ class DedupResult:
     """Exact path in memory: ``passes`` over the input, ``planned`` (hash ranges planned before
     the first pass, from the estimate of the distinct lines), ``splits`` (hash ranges set aside
     for a pass of their own, the planned ones included), ``distinct`` keys, ``peak_memory``
-    (bytes the key set held), ``memory`` (its budget)."""
+    (bytes the key set held), ``memory`` (its budget), ``read_once`` (input that cannot be read
+    again, such as a pipe: one pass); and for such input whose keys passed the budget,
+    ``spilled_at_line`` and ``spilled_keys`` (where and how many keys moved to a store on an
+    anonymous temporary file), ``store_log_bytes`` and ``store_index_bytes`` (that store's log on
+    disk and index in memory at the end), ``store_grows`` and ``store_grows_from_memory`` (its
+    index growths, and those made from the entries' hash bits, without reading the log back)."""
 
     def __init__(self, lines_read: int, lines_kept: int, bytes_read: int, seconds: float, exact: bool,
                  expected_false_drops: float = 0.0, filter: Optional[Filter] = None, sizing: str = "",
@@ -538,15 +543,23 @@ def dedup(source: Any, out: Any = None, *, exact: bool = False, store: Any = Non
     sources = source if isinstance(source, list) and source and isinstance(source[0], Source) else _sources(source)
     framing = framing if framing is not None else LineFraming()
     report = _progress_of(progress)
-    if exact and store is None:
-        done = _dedup_exact_in_memory(sources, out, dropped, block_size or DEFAULT_BLOCK, threads, report, framing,
-                                      memory or exact_memory())
-        if done is not None:
-            return done
-    if exact or store is not None:
-        return _dedup_store(sources, out, store, dropped, block_size or EXACT_BLOCK, threads, report, framing)
-    return _dedup_filter(sources, out, filter, capacity, fpr, seed, dropped, block_size or DEFAULT_BLOCK, threads,
-                         report, framing)
+    try:
+        if exact and store is None:
+            done = _dedup_exact_in_memory(sources, out, dropped, block_size or DEFAULT_BLOCK, threads, report,
+                                          framing, memory or exact_memory())
+            if done is not None:
+                return done
+        if exact or store is not None:
+            return _dedup_store(sources, out, store, dropped, block_size or EXACT_BLOCK, threads, report, framing)
+        return _dedup_filter(sources, out, filter, capacity, fpr, seed, dropped, block_size or DEFAULT_BLOCK,
+                             threads, report, framing)
+    except BaseException:
+        # (An error before the run closed its inputs, such as the second of two inputs missing
+        # while the estimate had opened the first: the files it opened are closed, not left to
+        # the garbage collector.)
+        for src in sources:
+            src.close()
+        raise
 
 
 def _columnar_format(source: Any) -> Optional[str]:
@@ -679,32 +692,54 @@ def _rewindable(native: "_Native") -> Optional[List[int]]:
 
 def _dedup_exact_in_memory(sources: List[Source], out: Any, dropped: Any, block: int, threads: Optional[int],
                            report: Callable[[int, int], None], framing: Any, memory: int) -> Optional[DedupResult]:
-    """Exact dedup through the in-memory key set (cuckoo._core._dedup_exact), when every input is
-    a regular file the native pipeline reads (or bytes given whole); else None (nothing read)."""
+    """Exact dedup through the in-memory key set (cuckoo._core._dedup_exact), when the native
+    pipeline reads every input (a file, a pipe, stdin, decompressed input, bytes given whole);
+    else None (nothing read). Regular files are read again for each pass over a hash range when
+    the keys do not fit `memory`; input read once (a pipe) keeps its keys in memory while they fit,
+    then moves them to a store on an anonymous temporary file and goes on through it."""
     if not hasattr(cuckoo._core, "_dedup_exact") or not getattr(framing, "native", False) or os.name == "nt":
         return None
-    # Regular files only (a pipe, a compressed or a missing file: the store path, which reports it).
-    if any(src.regular_size() is None for src in sources):
+    # (A missing file: the store path, which reports it.)
+    if any(src.path is not None and not os.path.exists(src.path) for src in sources):
         return None
     estimate, known, lines = estimate_input(sources, block)
     # The keys' mean length (a line's bytes but its '\n'), which with the estimate plans the passes.
-    total_bytes = sum(src.regular_size() or 0 for src in sources)
+    # (An estimate known for input read once: the estimate read all of it, which it holds.)
+    sizes = [src.regular_size() for src in sources]
+    total_bytes = sum(size if size is not None else sum(map(len, src.pushed)) for size, src in zip(sizes, sources))
+    regular = all(size is not None for size in sizes)
     mean_key_bytes = max(total_bytes / lines - 1.0, 0.0) if known and lines > 0 else 0.0
     sink, drop_sink = _as_sink(out), _as_sink(dropped)
     native = _Native.plan(sources, framing, (sink, drop_sink))
-    starts = _rewindable(native) if native is not None and not native.decompressing else None
-    if native is None or starts is None:
+    if native is None:
         return None  # (nothing was read that the store path will not read: plan() only opened)
+    starts = _rewindable(native) if regular and not native.decompressing else None
+    spill = None
+    if starts is None:  # read once: no passes; past the budget, the keys go to a store on this file
+        import tempfile  # (here: start-up of cuckoo dedup)
+
+        spill = tempfile.TemporaryFile(prefix="cuckoo-store-")
+        starts = [0] * len(native.inputs)
     start = time.perf_counter()
     try:
         d = native.run(cuckoo._core._dedup_exact, sources, (sink, drop_sink), starts, block,
                        threads or default_threads(), memory, int(estimate * 1.05) + 1024 if known else 0,
                        int.from_bytes(os.urandom(8), "little"), None if report is _no_progress else report,
-                       mean_key_bytes)
+                       mean_key_bytes, spill.fileno() if spill is not None else -1,
+                       int.from_bytes(os.urandom(8), "big"), max_store_key())
     finally:
         _finish(sink, drop_sink)
+        if spill is not None:
+            spill.close()
+    if d["status"] == "key_too_long":  # (input read once: the store's limit)
+        raise KeyTooLongError(d["lines"] + 1, max_store_key())
     stats = {k: d[k] for k in ("passes", "planned", "splits", "distinct", "peak_memory", "grows")}
     stats["memory"] = memory
+    stats["read_once"] = spill is not None
+    for k in ("spilled_at_line", "spilled_keys", "store_log_bytes", "store_index_bytes", "store_grows",
+              "store_grows_from_memory"):
+        if k in d:
+            stats[k] = d[k]
     return DedupResult(d["lines"], d["kept"], d["bytes"], time.perf_counter() - start, True, exact_stats=stats)
 
 
