@@ -247,8 +247,9 @@ def short_lines(seed: int, lines: int) -> bytes:
 @given(st.integers(0, 2**32), st.integers(20_000, 150_000), st.integers(256 << 10, 1 << 20), st.integers(2, 3))
 def test_filter_blocks_sized_by_lines_answer_as_one_thread(tmp_path, seed, lines, block, threads):
     """With producers, the filter path reads blocks of about 16 Ki lines (down to 256 KiB, up to
-    the block size): the output equals that of one thread reading whole blocks, and of the Python
-    block path, with the same seed and capacity; and it is a subsequence of the model."""
+    the block size): the output equals that of one thread reading whole blocks with the same seed
+    and capacity, and it is a subsequence of the model. (Not compared with the Python block path:
+    its filter may have another bucket size, so other false drops.)"""
     data = short_lines(seed, lines)
     paths = write_inputs(tmp_path, [data])
     outs = []
@@ -256,9 +257,7 @@ def test_filter_blocks_sized_by_lines_answer_as_one_thread(tmp_path, seed, lines
         out = tmp_path / f"out{t}"
         cuckoo.dedup(paths, out, block_size=block, threads=t, seed=7, capacity=lines)
         outs.append(out.read_bytes())
-    py_out = io.BytesIO()
-    cuckoo.dedup(io.BytesIO(data), py_out, block_size=block, seed=7, capacity=lines)
-    assert outs[1] == outs[0] == py_out.getvalue()
+    assert outs[1] == outs[0]
     kept, _ = model([data])
     assert is_subsequence([t for t, _ in split([outs[1]])], [t for t, _ in split([kept])])
 

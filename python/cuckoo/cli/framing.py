@@ -359,7 +359,9 @@ class Source:
         a pipe or a terminal, once it gave nothing for `patience` seconds after its first bytes: a
         live stream (`tail -f log | cuckoo dedup`) starts then, not when it wrote `size` bytes."""
         stream = self.open()
-        if self.pushed or self.eof or not isinstance(stream, io.BufferedReader) or stream.seekable():
+        # (Windows: select() takes sockets only; a pipe there is read to `size` as before.)
+        if (self.pushed or self.eof or not isinstance(stream, io.BufferedReader) or stream.seekable()
+                or os.name == "nt"):
             pieces: List[bytes] = []
             got = 0
             while got < size:  # (a short read is the end only when the next one is empty)
@@ -377,7 +379,11 @@ class Source:
             if not got:
                 self.eof = True
             while got and got < size:
-                if not select.select([fd], [], [], patience)[0]:
+                try:
+                    ready = bool(select.select([fd], [], [], patience)[0])
+                except ValueError:  # (an fd past FD_SETSIZE: read on without the patience)
+                    ready = True
+                if not ready:
                     break
                 chunk = os.read(fd, size - got)
                 if not chunk:
