@@ -1106,7 +1106,7 @@ struct ExactRun {
 
 // The exact path over input that cannot be read again (a pipe, decompressed input): there are no
 // passes, so the run keeps every key in one key set while it fits the budget; past it, the keys
-// move to a store on an anonymous file (cuckoo/store.hpp: an index in memory, ~4 bytes a key with
+// move to a store on an anonymous file (cuckoo/store.hpp: an index in memory, ~12 bytes a key with
 // its hash bits, the keys in the file) and the run goes on through it. The caller's opt.max_key
 // is then the store's key limit: a longer key stops the run (Status::key_too_long), as on the
 // store path, whether or not the keys moved. Moving holds the key sets and the store's index at
