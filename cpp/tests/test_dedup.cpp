@@ -9,6 +9,7 @@
 
 #include <poll.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <random>
@@ -496,6 +497,48 @@ TEST_CASE(portable_newline_scan_finds_every_newline_in_order) {
         std::vector<size_t> expect(want.begin(), stops ? want.begin() + stop_after + 1 : want.end());
         CHECK(got == expect);
         CHECK_EQ(stopped, stops ? want[stop_after] : to);
+    }
+}
+
+// A split block's keys hashed by two threads at once (the producer that split it and the calling
+// thread that took it, each claiming batches of Block::kHashBatch lines) get the hashes one thread
+// gives each key alone: every batch is hashed once and in full, whoever claims it, and the lines
+// past the last whole batch too. CRLF, empty lines and lines of every length up to 3 KiB.
+TEST_CASE(a_block_hashed_by_two_threads_at_once_gets_the_hash_of_each_key) {
+    std::mt19937_64 rng(11);
+    const cuckoo::KeyHasher hasher{5};
+    for (int trial = 0; trial < 60; ++trial) {
+        std::string text;
+        const size_t lines = trial < 4 ? static_cast<size_t>(trial) * cuckoo::dedup::Block::kHashBatch + trial
+                                       : rng() % (5 * cuckoo::dedup::Block::kHashBatch);
+        for (size_t j = 0; j < lines; ++j) {
+            const size_t len = rng() % 8 == 0 ? rng() % 3000 : rng() % 40;
+            for (size_t c = 0; c < len; ++c) text.push_back(static_cast<char>('a' + rng() % 26));
+            if (rng() % 5 == 0) text.push_back('\r');
+            text.push_back('\n');
+        }
+        cuckoo::dedup::Block b;
+        b.data.append(reinterpret_cast<const unsigned char*>(text.data()), text.size());
+        b.used = text.size();
+        cuckoo::dedup::split_lines(b, UINT64_MAX);
+        REQUIRE(b.lines() == lines);
+        std::atomic<bool> go{false};
+        std::thread other([&] {
+            while (!go.load()) std::this_thread::yield();
+            cuckoo::dedup::hash_unclaimed(b, hasher);
+        });
+        go.store(true);
+        cuckoo::dedup::hash_unclaimed(b, hasher);
+        other.join();
+        for (size_t j = 0; j < lines; ++j) {
+            const cuckoo::KeySpan k = b.key(j);
+            CHECK_EQ(b.hashes[j], hasher.hash_key(k.data, k.len));
+        }
+        // A block split again (a recycled one) is hashed again in full.
+        cuckoo::dedup::split_lines(b, UINT64_MAX);
+        std::fill(b.hashes.begin(), b.hashes.end(), 0);
+        cuckoo::dedup::hash_unclaimed(b, hasher);
+        for (size_t j = 0; j < lines; ++j) CHECK_EQ(b.hashes[j], hasher.hash_key(b.key(j).data, b.key(j).len));
     }
 }
 
