@@ -225,6 +225,31 @@ def test_exact_from_a_pipe_keeps_its_keys_in_memory_then_moves_them_to_a_store(t
     assert r.exact_stats["read_once"] and r.exact_stats["passes"] == 1
 
 
+@FAST
+@given(st.lists(st.tuples(many_lines, st.booleans()), min_size=1, max_size=3), st.integers(1, 2000),
+       st.integers(1, 3), st.sampled_from([4096, 6000, 10_000, 1 << 20]))
+def test_exact_read_once_equals_the_model(tmp_path, inputs, block, threads, memory):
+    """Inputs of which some are compressed (read once: no passes, the keys move from memory to
+    a store on an anonymous file when they pass the budget, at a point that depends on it): the
+    output and the dropped lines are the model's, under every budget, block size and thread count."""
+    import gzip
+
+    data = [d for d, _ in inputs]
+    paths = []
+    for k, (d, compressed) in enumerate(inputs):
+        p = tmp_path / (f"in{k}.txt.gz" if compressed else f"in{k}.txt")
+        p.write_bytes(gzip.compress(d, compresslevel=1) if compressed else d)
+        paths.append(str(p))
+    kept, dropped = model(data)
+    out, drop = tmp_path / "out", tmp_path / "drop"
+    r = cuckoo.dedup(paths, out, exact=True, dropped=drop, block_size=block, threads=threads, memory=memory)
+    assert out.read_bytes() == kept
+    assert drop.read_bytes() == dropped
+    assert (r.lines_read, r.lines_kept) == (len(split(data)), len(split([kept])))
+    assert r.exact_stats["read_once"] == any(c for _, c in inputs)
+    assert r.exact_stats["passes"] == 1 or not r.exact_stats["read_once"]
+
+
 def short_lines(seed: int, lines: int) -> bytes:
     """Many short lines (ids repeated at random, some CRLF and empty), a few lines longer than a
     block of 256 KiB, and at random no final newline."""
