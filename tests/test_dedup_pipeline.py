@@ -109,10 +109,9 @@ many_lines = st.lists(st.tuples(st.one_of(st.integers(0, 300).map(lambda i: b"ke
     lambda t: b"".join(k + e for k, e in t))
 
 
-def check_exact_in_passes(tmp_path, inputs, block, threads, memory):
-    """The in-memory exact path under a memory budget too small for its keys: its hash space is
-    split in ranges decided in passes of their own; the output must not change."""
-    paths = write_inputs(tmp_path, inputs)
+def exact_run_equals_the_model(tmp_path, paths, inputs, block, threads, memory):
+    """cuckoo.dedup(paths, exact=True, ...) over files holding `inputs`: its output, dropped lines
+    and counts are the model's. Returns its result."""
     kept, dropped = model(inputs)
     out, drop = tmp_path / "out", tmp_path / "drop"
     r = cuckoo.dedup(paths, out, exact=True, dropped=drop, block_size=block, threads=threads, memory=memory)
@@ -120,6 +119,13 @@ def check_exact_in_passes(tmp_path, inputs, block, threads, memory):
     assert drop.read_bytes() == dropped
     assert (r.lines_read, r.lines_kept) == (len(split(inputs)), len(split([kept])))
     assert r.exact_stats["distinct"] == r.lines_kept
+    return r
+
+
+def check_exact_in_passes(tmp_path, inputs, block, threads, memory):
+    """The in-memory exact path under a memory budget too small for its keys: its hash space is
+    split in ranges decided in passes of their own; the output must not change."""
+    r = exact_run_equals_the_model(tmp_path, write_inputs(tmp_path, inputs), inputs, block, threads, memory)
     assert r.exact_stats["passes"] >= r.exact_stats["planned"] >= 1
     if r.exact_stats["peak_memory"] <= memory and r.exact_stats["planned"] == 1:
         assert r.exact_stats["passes"] == 1
@@ -240,12 +246,7 @@ def test_exact_read_once_equals_the_model(tmp_path, inputs, block, threads, memo
         p = tmp_path / (f"in{k}.txt.gz" if compressed else f"in{k}.txt")
         p.write_bytes(gzip.compress(d, compresslevel=1) if compressed else d)
         paths.append(str(p))
-    kept, dropped = model(data)
-    out, drop = tmp_path / "out", tmp_path / "drop"
-    r = cuckoo.dedup(paths, out, exact=True, dropped=drop, block_size=block, threads=threads, memory=memory)
-    assert out.read_bytes() == kept
-    assert drop.read_bytes() == dropped
-    assert (r.lines_read, r.lines_kept) == (len(split(data)), len(split([kept])))
+    r = exact_run_equals_the_model(tmp_path, paths, data, block, threads, memory)
     assert r.exact_stats["read_once"] == any(c for _, c in inputs)
     assert r.exact_stats["passes"] == 1 or not r.exact_stats["read_once"]
 
