@@ -234,7 +234,7 @@ inline size_t newline_ends(const unsigned char* p, size_t n, uint64_t* ends) noe
 
 // Splits the block's lines (line_end) and sizes its per-line arrays; marks too_long (and cuts the
 // block before it) at the first key longer than max_key. The keys are hashed after, by
-// hash_lines (possibly by two threads at once: Block::claim_hash_batch).
+// hash_unclaimed (possibly two threads at once, each claiming batches: Block::hash_claimed).
 inline void split_lines(Block& b, uint64_t max_key) {
     b.line_count = 0;
     b.hash_batches = 0;
