@@ -84,6 +84,28 @@ def read_some(fd: int, n: int) -> bytes:
     return b"".join(got)
 
 
+def stop_and_wait(pid: int) -> None:
+    """SIGSTOP, then wait until every thread of the process is stopped (or it is gone). kill()
+    returns before the stop takes effect: measured here, right after kill() returned, half the
+    time a thread running on the other core had not stopped yet, and a writer that goes on for
+    those microseconds can fill the pipe again after it was drained (the CI run of a4f3099 lost
+    one block's lines that way: they reached the pipe, then the test closed it unread)."""
+    os.kill(pid, signal.SIGSTOP)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            states = []
+            for task in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{task}/stat") as fh:
+                    states.append(fh.read().rsplit(")", 1)[1].split()[0])
+        except (FileNotFoundError, ProcessLookupError):
+            return  # exited (a thread that ended while listed, or the process)
+        if all(s in "TtZX" for s in states):
+            return
+        time.sleep(0.0002)
+    raise AssertionError(f"process {pid} did not stop within 30 s of SIGSTOP")
+
+
 def drain(fd: int) -> bytes:
     """Everything the pipe holds now (the writer is stopped or gone)."""
     os.set_blocking(fd, False)
@@ -132,7 +154,7 @@ def faulty_run(kind: str, store, infile, tmp_path, rng: random.Random, expect: i
         # Stop the writer, take what the pipe holds (handed to the OS: it counts as written),
         # close, let the writer go on: its next write finds no reader (EPIPE / SIGPIPE).
         if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGSTOP)
+            stop_and_wait(proc.pid)
             got.append(drain(fd))
             proc.stdout.close()
             os.kill(proc.pid, signal.SIGCONT)
