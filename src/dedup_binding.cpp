@@ -39,7 +39,8 @@ void register_dedup(FilterClass& cls) {
 void register_dedup_exact(py::module_& m) {
     // For cuckoo.cli.estimate: the counts (keys, distinct, once, twice, seen) of the lines of
     // sampled windows, each given as (bytes-like, starts the input, ends the input); seen: a tuple
-    // of the keys seen exactly k times, k = 1.._SAMPLE_RARE_MAX.
+    // of the keys seen exactly k times, k = 1.._SAMPLE_RARE_MAX; then the bytes of the distinct
+    // keys and of the keys seen once (each key once).
     m.attr("_SAMPLE_RARE_MAX") = cuckoo::SampleCounts::kRareMax;
     m.def("_sample_counts", [](const py::list& windows) {
         cuckoo::LineSample sample;
@@ -54,7 +55,7 @@ void register_dedup_exact(py::module_& m) {
         const cuckoo::SampleCounts c = sample.counts();
         py::tuple seen(cuckoo::SampleCounts::kRareMax);
         for (unsigned k = 0; k < cuckoo::SampleCounts::kRareMax; ++k) seen[k] = c.seen[k];
-        return py::make_tuple(c.keys, c.distinct, c.once, c.twice, seen);
+        return py::make_tuple(c.keys, c.distinct, c.once, c.twice, seen, c.distinct_bytes, c.once_bytes);
     }, py::arg("windows"));
 
     // For cuckoo.dask's exact shards: per sequence of keys (the shard's pieces, in partition

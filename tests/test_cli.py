@@ -4,6 +4,7 @@ against an exact reference written in plain Python."""
 
 from __future__ import annotations
 
+import collections
 import json
 import math
 import os
@@ -537,7 +538,8 @@ def test_sample_counts_equal_a_model_of_the_sampled_lines(windows):
     keys = [k for data, start, end in windows for k in _sample_keys_model(data, start, end)]
     counts = Counter(keys)
     seen = tuple(sum(c == k for c in counts.values()) for k in range(1, 11))
-    want = (len(keys), len(counts), seen[0], seen[1], seen)
+    want = (len(keys), len(counts), seen[0], seen[1], seen, sum(map(len, counts)),
+            sum(len(k) for k, c in counts.items() if c == 1))
     assert cuckoo._core._sample_counts(windows) == want
     d = want[1]
     assert cli.estimate_from_counts(*want[:4], total_lines=10 * len(keys), seen=seen) >= d
@@ -582,14 +584,20 @@ def test_estimate_of_a_sampled_file_matches_the_python_sampling(tmp_path):
     windows, n_lines = est._sample_file(str(p), size)
     keys = [k for w in windows for k in _sample_keys_model(*w)]
     want = math.ceil(cli.distinct_estimate(keys, n_lines, False))
-    got, known, total = est.estimate_input([Source(str(p))], 1 << 20)
+    got, known, total, mean_key_bytes = est.estimate_input([Source(str(p))], 1 << 20)
     assert known and total == n_lines
     assert got == want
+    # the keys seen more than once, and as many others as estimated as long as those seen once
+    counts = collections.Counter(keys)
+    once = [k for k, c in counts.items() if c == 1]
+    repeated = [k for k, c in counts.items() if c > 1]
+    others = got - len(repeated)
+    assert mean_key_bytes == pytest.approx((sum(map(len, repeated)) + others * sum(map(len, once)) / len(once)) / got)
     assert 0.5 * len(set(lines)) <= got <= 2 * len(set(lines))
     # a small file is read whole and counted exactly
     small = tmp_path / "small.txt"
     small.write_bytes(b"x\ny\r\nx\nz")
-    assert est.estimate_input([Source(str(small))], 1 << 20) == (3, True, 4)
+    assert est.estimate_input([Source(str(small))], 1 << 20) == (3, True, 4, 1.0)
 
 
 def test_dedup_progress_only_when_asked():

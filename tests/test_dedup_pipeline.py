@@ -170,6 +170,42 @@ def test_exact_passes_planned_from_the_estimate(tmp_path, threads):
             assert ex["planned"] == 1 and ex["passes"] == 1, ex
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_exact_passes_planned_from_the_distinct_keys_length(tmp_path, threads):
+    """Text's shape: short lines repeated (blank, a brace) among long ones seen once. The plan
+    takes the distinct keys' mean length (36 bytes here), not the mean line's (11): under a 200 KB
+    budget every planned range fits and none splits. (Planned from the mean line: 3 ranges, split
+    into 6 during the passes, and the key set peaked at 327 KB, past the budget.)"""
+    rng = random.Random(5)
+    lines = [b"%036d" % rng.randrange(10**36) for _ in range(20_000)] + [b"s%02d" % (i % 100) for i in range(60_000)]
+    rng.shuffle(lines)
+    data = b"".join(k + b"\n" for k in lines)
+    assert len(data) < 1 << 20  # sampled whole: the estimate and the mean are exact
+    kept, _ = model([data])
+    out = tmp_path / "out"
+    r = cuckoo.dedup(write_inputs(tmp_path, [data]), out, exact=True, memory=200_000, threads=threads)
+    assert out.read_bytes() == kept
+    ex = r.exact_stats
+    assert ex["planned"] >= 5 and ex["passes"] == ex["planned"] and ex["splits"] == ex["planned"] - 1, ex
+    assert ex["peak_memory"] <= 200_000
+
+
+def test_mean_distinct_key_bytes_from_a_sample():
+    from cuckoo.cli.estimate import mean_distinct_key_bytes
+
+    # the whole input sampled: the distinct keys' mean
+    assert mean_distinct_key_bytes(3, 3, 1, 30, 5, complete=True) == 10.0
+    assert mean_distinct_key_bytes(0, 0, 0, 0, 0, complete=False) == 0.0
+    # every sampled key repeats: the unseen rest is unknown, the sample's distinct keys speak
+    assert mean_distinct_key_bytes(1000, 10, 0, 200, 0, complete=False) == 20.0
+    # 10 keys seen more than once (5 bytes each), 90 once (50 bytes each), 10,000 keys in all:
+    # the 9,990 not seen repeatedly are taken to be as long as those seen once
+    got = mean_distinct_key_bytes(10_000, 100, 90, 10 * 5 + 90 * 50, 90 * 50, complete=False)
+    assert got == pytest.approx((10 * 5 + 9_990 * 50) / 10_000)
+    # an estimate below the sample's distinct keys counts the sample's
+    assert mean_distinct_key_bytes(50, 100, 90, 4550, 4500, complete=False) == pytest.approx(45.5)
+
+
 def check_filter(tmp_path, inputs, block, threads):
     paths = write_inputs(tmp_path, inputs)
     kept, _ = model(inputs)

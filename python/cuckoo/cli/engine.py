@@ -702,13 +702,9 @@ def _dedup_exact_in_memory(sources: List[Source], out: Any, dropped: Any, block:
     # (A missing file: the store path, which reports it.)
     if any(src.path is not None and not os.path.exists(src.path) for src in sources):
         return None
-    estimate, known, lines = estimate_input(sources, block)
-    # The keys' mean length (a line's bytes but its '\n'), which with the estimate plans the passes.
-    # (An estimate known for input read once: the estimate read all of it, which it holds.)
-    sizes = [src.regular_size() for src in sources]
-    total_bytes = sum(size if size is not None else sum(map(len, src.pushed)) for size, src in zip(sizes, sources))
-    regular = all(size is not None for size in sizes)
-    mean_key_bytes = max(total_bytes / lines - 1.0, 0.0) if known and lines > 0 else 0.0
+    # The estimate and the distinct keys' mean length plan the passes.
+    estimate, known, _, mean_key_bytes = estimate_input(sources, block)
+    regular = all(src.regular_size() is not None for src in sources)
     sink, drop_sink = _as_sink(out), _as_sink(dropped)
     native = _Native.plan(sources, framing, (sink, drop_sink))
     if native is None:
@@ -748,7 +744,7 @@ def _reserve(s: Any, sources: List[Source], block: int) -> bool:
     so that it grows at most once, now, instead of at every 1.5x on the way (each growth
     re-places every entry). Returns whether the index may still grow: False when the reserve
     covers every line of the input (an estimate that the sample said was all distinct lines)."""
-    estimate, known, lines = estimate_input(sources, block)
+    estimate, known, lines, _ = estimate_input(sources, block)
     if known and estimate > 0:
         s.reserve(len(s) + int(estimate * 1.05) + 1024)
     return not known or estimate * 1.05 < lines
