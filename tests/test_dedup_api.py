@@ -218,6 +218,49 @@ def test_an_unknown_input_size_grows_the_exact_index_from_memory(tmp_path):
             assert "spilled_at_line" not in ex and ex["grows"] > 3, ex
 
 
+def test_the_default_exact_memory_follows_the_files_size(tmp_path, monkeypatch):
+    """Without memory=, regular files get a quarter of their size (at least 128 MiB, at most the
+    read-once default), input read once 1/16 of the machine's memory (256 MiB to 4 GiB); the
+    budget a run used is in exact_stats["memory"], and a smaller one under the floor still
+    means passes, never another output."""
+    import os
+    import threading
+
+    from cuckoo.cli import engine
+
+    pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    read_once = max(256 << 20, min(4 << 30, pages // 16))
+    assert engine.exact_memory() == read_once
+    assert engine.exact_memory(0) == min(read_once, 128 << 20)
+    assert engine.exact_memory(1 << 20) == min(read_once, 128 << 20)
+    assert engine.exact_memory(800 << 20) == min(read_once, 200 << 20)
+    assert engine.exact_memory(1 << 50) == read_once
+    # On a machine of 2 GiB (a read-once default of 256 MiB) and of 256 GiB (4 GiB).
+    for ram, cap in ((2 << 30, 256 << 20), (256 << 30, 4 << 30)):
+        monkeypatch.setattr(os, "sysconf", lambda name, ram=ram: ram >> 12 if name == "SC_PHYS_PAGES" else 4096)
+        assert engine.exact_memory() == cap
+        assert engine.exact_memory(600 << 20) == min(cap, 150 << 20)
+        assert engine.exact_memory(64 << 30) == cap
+    monkeypatch.undo()
+
+    data = b"".join(b"line %d\n" % (i % 3000) for i in range(9000))
+    src = tmp_path / "in.txt"
+    src.write_bytes(data)
+    r = cuckoo.dedup(str(src), tmp_path / "a", exact=True)
+    assert r.exact_stats["memory"] == engine.exact_memory(len(data)) and r.exact_stats["passes"] == 1
+    r = cuckoo.dedup([str(src), str(src)], tmp_path / "b", exact=True)
+    assert r.exact_stats["memory"] == engine.exact_memory(2 * len(data))
+    r_fd, w_fd = os.pipe()
+    t = threading.Thread(target=lambda: (os.write(w_fd, data), os.close(w_fd)))
+    t.start()
+    with os.fdopen(r_fd, "rb") as pipe:
+        r = cuckoo.dedup(pipe, tmp_path / "c", exact=True)
+    t.join()
+    assert r.exact_stats["memory"] == engine.exact_memory() and r.exact_stats["read_once"]
+    for name in "abc":
+        assert (tmp_path / name).read_bytes() == ref_dedup(data)
+
+
 def test_exact_memory_from_the_command_line(tmp_path):
     """--memory takes K, M and G suffixes (powers of 1024) and at least 4K; it is for --exact."""
     import subprocess

@@ -42,21 +42,37 @@ EXACT_BLOCK = 4 << 20
 # of an in-memory key set (cpp/include/cuckoo/key_set.hpp, ~8.5 bytes of index a key plus the
 # key). Inputs that can be read again (regular files) take one more pass per half of the hash
 # space that did not fit (cpp/include/cuckoo/dedup.hpp, with_key_set); others use a store over a
-# temporary file, whose memory is its index only. The default is 1/16 of the machine's memory,
-# at least 256 MiB and at most 4 GiB, as sort sizes its buffer from the memory there is: passes
-# cost time (on 10^7 lines of 16-24 bytes, 4.3*10^6 distinct, Xeon Skylake-SP, 2 threads: one pass
-# 2.05 s and 185 MiB at its peak, two passes with 96 MiB 3.64 s and 164 MiB).
+# temporary file, whose memory is its index only.
+#
+# Input read once (a pipe, compressed data): 1/16 of the machine's memory, at least 256 MiB and
+# at most 4 GiB, as sort sizes its buffer from the memory there is, since past it the keys move
+# to a store on disk, which is several times slower.
+#
+# Regular files: a quarter of their size within 128 MiB and that same cap. A file under a quarter
+# of the machine's memory stays in the page cache after the first pass, so a pass more costs a
+# read from memory, and the run holds a fraction of what DuckDB or Polars hold for the same job.
+# The key set of distinct lines is 0.3-0.6x the input on the benchmark's inputs (hex, URL, text:
+# 123, 277, 187 MiB for 196, 533, 576 MiB), so a quarter is 1-3 passes there. Measured (Zen 4,
+# 2 threads, 10^7 lines, benchmarks/dedup.py's files; one run each, noisy host), one pass against
+# --memory 128M: hex 0.61-1.41 s / 158 MB against 0.85-0.94 s / 100 MB, URL 1.32-1.87 s / 314 MB
+# against 1.13-1.76 s / 123 MB, text 1.42-1.77 s / 224 MB against 1.37-1.90 s / 131 MB.
 EXACT_MEMORY_MIN = 256 << 20
 EXACT_MEMORY_MAX = 4 << 30
+EXACT_MEMORY_FILE_MIN = 128 << 20
 
 
-def exact_memory() -> int:
-    """The default memory= of the exact path: 1/16 of the machine's memory, within 256 MiB and 4 GiB."""
+def exact_memory(file_bytes: Optional[int] = None) -> int:
+    """The default memory= of the exact path. Input read once (`file_bytes` None): 1/16 of the
+    machine's memory, within 256 MiB and 4 GiB. Regular files of `file_bytes` in all: a quarter
+    of that, at least 128 MiB and at most the former."""
     try:
         total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (AttributeError, ValueError, OSError):
         total = 0
-    return max(EXACT_MEMORY_MIN, min(EXACT_MEMORY_MAX, total // 16))
+    read_once = max(EXACT_MEMORY_MIN, min(EXACT_MEMORY_MAX, total // 16))
+    if file_bytes is None:
+        return read_once
+    return min(read_once, max(EXACT_MEMORY_FILE_MIN, file_bytes // 4))
 
 
 # The longest key a store holds (its records' length field): a longer line is refused with one
@@ -474,9 +490,11 @@ def dedup(source: Any, out: Any = None, *, exact: bool = False, store: Any = Non
     framing
         How input becomes records and keys (default :class:`LineFraming`: whole lines).
     memory
-        Bytes of memory for the exact path's distinct lines (keys and their index; default 1/16
-        of the machine's memory, at least 256 MiB and at most 4 GiB; at least 4 KiB). More passes
-        over the input when they do not fit; nothing else changes.
+        Bytes of memory for the exact path's distinct lines (keys and their index; at least
+        4 KiB). More passes over the input when they do not fit; nothing else changes. Default:
+        for regular files, a quarter of their size, at least 128 MiB (a file that small stays in
+        the page cache, so a pass more is cheap), never more than for input read once: 1/16 of
+        the machine's memory, within 256 MiB and 4 GiB. ``exact_stats["memory"]`` reports it.
     key, sep, csv, jsonl, missing
         Keyed records (cuckoo._records), the whole record written: ``sep="\\t", key="2"`` (field
         2 of tab-separated lines; ``"2,4"``: fields 2 through 4, as ``sort -k``), ``csv=True,
@@ -546,7 +564,7 @@ def dedup(source: Any, out: Any = None, *, exact: bool = False, store: Any = Non
     try:
         if exact and store is None:
             done = _dedup_exact_in_memory(sources, out, dropped, block_size or DEFAULT_BLOCK, threads, report,
-                                          framing, memory or exact_memory())
+                                          framing, memory)
             if done is not None:
                 return done
         if exact or store is not None:
@@ -691,7 +709,8 @@ def _rewindable(native: "_Native") -> Optional[List[int]]:
 
 
 def _dedup_exact_in_memory(sources: List[Source], out: Any, dropped: Any, block: int, threads: Optional[int],
-                           report: Callable[[int, int], None], framing: Any, memory: int) -> Optional[DedupResult]:
+                           report: Callable[[int, int], None], framing: Any,
+                           memory: Optional[int]) -> Optional[DedupResult]:
     """Exact dedup through the in-memory key set (cuckoo._core._dedup_exact), when the native
     pipeline reads every input (a file, a pipe, stdin, decompressed input, bytes given whole);
     else None (nothing read). Regular files are read again for each pass over a hash range when
@@ -716,6 +735,8 @@ def _dedup_exact_in_memory(sources: List[Source], out: Any, dropped: Any, block:
 
         spill = tempfile.TemporaryFile(prefix="cuckoo-store-")
         starts = [0] * len(native.inputs)
+    if memory is None:
+        memory = exact_memory(None if spill is not None else sum(src.regular_size() or 0 for src in sources))
     start = time.perf_counter()
     try:
         d = native.run(cuckoo._core._dedup_exact, sources, (sink, drop_sink), starts, block,

@@ -253,9 +253,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "more pass over the input per half of them set aside. Pipes and compressed input: "
                         "kept in an anonymous temporary file (memory ~10 bytes per distinct line)")
     p.add_argument("--memory", type=_memory_size, metavar="SIZE",
-                   help="with --exact: memory for the distinct lines and their index (default: 1/16 of the "
-                        "machine's memory, 256M to 4G; K, M, G suffixes); less means more passes over the input, "
-                        "never another output")
+                   help="with --exact: memory for the distinct lines and their index (K, M, G suffixes; "
+                        "default: for files, a quarter of their size, at least 128M, at most the default for "
+                        "pipes and compressed input: 1/16 of the machine's memory, 256M to 4G); "
+                        "less means more passes over the input, never another output")
     p.add_argument("--store", metavar="STORE",
                    help="exact dedup against a persistent store (created if absent): lines already in it "
                         "count as seen, new lines are added to it once written, so a run stopped anyhow "
