@@ -235,6 +235,10 @@ def test_the_default_exact_memory_follows_the_files_size(tmp_path, monkeypatch):
     assert engine.exact_memory(1 << 20) == min(read_once, 128 << 20)
     assert engine.exact_memory(800 << 20) == min(read_once, 200 << 20)
     assert engine.exact_memory(1 << 50) == read_once
+    # Short distinct lines: a key set larger than the file gets a third of it (~3 passes).
+    assert engine.exact_memory(300 << 20, 900 << 20) == min(read_once, 300 << 20)
+    assert engine.exact_memory(800 << 20, 300 << 20) == min(read_once, 200 << 20)
+    assert engine.exact_memory(None, 1 << 40) == read_once
     # On a machine of 2 GiB (a read-once default of 256 MiB) and of 256 GiB (4 GiB).
     for ram, cap in ((2 << 30, 256 << 20), (256 << 30, 4 << 30)):
         monkeypatch.setattr(os, "sysconf", lambda name, ram=ram: ram >> 12 if name == "SC_PHYS_PAGES" else 4096)

@@ -48,7 +48,9 @@ EXACT_BLOCK = 4 << 20
 # at most 4 GiB, as sort sizes its buffer from the memory there is, since past it the keys move
 # to a store on disk, which is several times slower.
 #
-# Regular files: a quarter of their size within 128 MiB and that same cap. A file under a quarter
+# Regular files: a quarter of their size within 128 MiB and that same cap, and at least a third
+# of the expected key set (no more than about 3 passes where short distinct lines make the set
+# larger than the file: 8-byte lines take ~18 bytes a key). A file under a quarter
 # of the machine's memory stays in the page cache after the first pass, so a pass more costs a
 # read from memory, and the run holds a fraction of what DuckDB or Polars hold for the same job.
 # The key set of distinct lines is 0.3-0.6x the input on the benchmark's inputs (hex, URL, text:
@@ -61,10 +63,12 @@ EXACT_MEMORY_MAX = 4 << 30
 EXACT_MEMORY_FILE_MIN = 128 << 20
 
 
-def exact_memory(file_bytes: Optional[int] = None) -> int:
+def exact_memory(file_bytes: Optional[int] = None, key_set_bytes: int = 0) -> int:
     """The default memory= of the exact path. Input read once (`file_bytes` None): 1/16 of the
     machine's memory, within 256 MiB and 4 GiB. Regular files of `file_bytes` in all: a quarter
-    of that, at least 128 MiB and at most the former."""
+    of that, at least 128 MiB, and at least a third of `key_set_bytes` (the expected size of the
+    distinct keys' set: about 3 passes at most, where many short distinct lines make a set larger
+    than the file); at most the read-once default."""
     try:
         total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (AttributeError, ValueError, OSError):
@@ -72,7 +76,7 @@ def exact_memory(file_bytes: Optional[int] = None) -> int:
     read_once = max(EXACT_MEMORY_MIN, min(EXACT_MEMORY_MAX, total // 16))
     if file_bytes is None:
         return read_once
-    return min(read_once, max(EXACT_MEMORY_FILE_MIN, file_bytes // 4))
+    return min(read_once, max(EXACT_MEMORY_FILE_MIN, file_bytes // 4, key_set_bytes // 3))
 
 
 # The longest key a store holds (its records' length field): a longer line is refused with one
@@ -736,7 +740,10 @@ def _dedup_exact_in_memory(sources: List[Source], out: Any, dropped: Any, block:
         spill = tempfile.TemporaryFile(prefix="cuckoo-store-")
         starts = [0] * len(native.inputs)
     if memory is None:
-        memory = exact_memory(None if spill is not None else sum(src.regular_size() or 0 for src in sources))
+        # (The set's bytes a key: the key, its length byte and ~8.5 bytes of index.)
+        set_bytes = int(estimate * (mean_key_bytes + 9.5)) if known and mean_key_bytes > 0 else 0
+        memory = exact_memory(None if spill is not None else sum(src.regular_size() or 0 for src in sources),
+                              set_bytes)
     start = time.perf_counter()
     try:
         d = native.run(cuckoo._core._dedup_exact, sources, (sink, drop_sink), starts, block,
