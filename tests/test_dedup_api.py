@@ -283,6 +283,10 @@ def test_exact_memory_from_the_command_line(tmp_path):
     assert small.stdout == big.stdout == want
     passes = [int(p.stderr.split(b" pass")[0].rsplit(b" ", 1)[1]) for p in (small, big)]
     assert passes[0] > 1 and passes[1] == 1, (small.stderr, big.stderr)
+    assert b"of --memory 8.0 KiB," in small.stderr and b"of --memory 1.0 GiB," in big.stderr
+    default = run("--exact")
+    assert default.returncode == 0 and default.stdout == want
+    assert b"of 128.0 MiB (the default --memory), 1 pass" in default.stderr, default.stderr
     for args in (["--exact", "--memory", "1000"], ["--exact", "--memory", "lots"], ["--memory", "1M"]):
         p = run(*args)
         assert p.returncode == 1 and p.stdout == b"", p.stderr

@@ -112,18 +112,20 @@ def cmd_dedup_exact(args: argparse.Namespace) -> int:
     if r.exact_stats is not None:
         ex = r.exact_stats
         passes = ex["passes"]
+        budget = (f"--memory {_bytes(ex['memory'])}" if args.memory is not None
+                  else f"{_bytes(ex['memory'])} (the default --memory)")
         if "spilled_at_line" in ex:  # input read once, past --memory: the keys went on in a store
             store = (f"store: {ex['distinct']:,} keys, log {_bytes(ex['store_log_bytes'])} in an anonymous temporary "
                      f"file, removed, index {_bytes(ex['store_index_bytes'])}")
             if ex["spilled_at_line"] == 0:
-                where = f"{store}: the input, read once, was expected not to fit --memory {_bytes(ex['memory'])}"
+                where = f"{store}: the input, read once, was expected not to fit {budget}"
             else:
                 where = (f"in memory up to line {ex['spilled_at_line']:,}: {ex['spilled_keys']:,} keys, at most "
-                         f"{_bytes(ex['peak_memory'])} of --memory {_bytes(ex['memory'])}; then a {store}")
+                         f"{_bytes(ex['peak_memory'])} of {budget}; then a {store}")
             _note(args, f"cuckoo dedup: exact: no line wrongly dropped ({where})")
             return EXIT_OK
         _note(args, f"cuckoo dedup: exact: no line wrongly dropped (in memory: {ex['distinct']:,} keys, at most "
-                    f"{_bytes(ex['peak_memory'])} of --memory {_bytes(ex['memory'])}, {passes} pass"
+                    f"{_bytes(ex['peak_memory'])} of {budget}, {passes} pass"
                     f"{'' if passes == 1 else 'es'} over the input"
                     f"{'' if ex['planned'] == 1 else ', ' + str(ex['planned']) + ' planned ahead'})")
         return EXIT_OK
