@@ -323,3 +323,4 @@ def test_import_and_a_file_dedup_leave_numpy_unimported(tmp_path):
     r = subprocess.run([sys.executable, "-c", script], capture_output=True)
     assert r.returncode == 0, r.stderr.decode()
     assert (tmp_path / "out.txt").read_bytes() == b"b\na\nc\n"
+

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <random>
 #include <set>
 #include <string>
@@ -301,37 +302,69 @@ TEST_CASE(exact_read_once_moves_its_keys_to_a_store_past_the_budget) {
     }
 }
 
-TEST_CASE(exact_passes_notice_an_input_that_changed) {
-    const std::string path = temp_path("changing");
-    std::string d;
-    for (int k = 0; k < 300; ++k) d += "line" + std::to_string(k % 200) + "\n";
-    write_file(path, d);
-    cuckoo::dedup::Options opt;
-    opt.block = 64;
+TEST_CASE(exact_passes_read_what_the_first_pass_read_and_notice_other_lines) {
+    // A file that changes while the exact path reads it in passes (budget 0: a pass a range).
     // The tick runs after every block, with the lines of every pass so far: once the second pass
-    // began (past the file's 300 lines), lines are appended to the file, which it then reads.
-    opt.tick_every = std::chrono::milliseconds(0);
-    bool appended = false;
-    auto in = open_inputs({path});
-    const int out = open_out(temp_path("out"));
-    bool threw = false;
-    try {
-        cuckoo::dedup::with_key_set(in, {0}, out, -1, cuckoo::KeyHasher{1}, opt, 0, 0,
-                                    [&](const cuckoo::dedup::Result& r) {
-                                        if (r.lines > 300 && !appended) {
-                                            FILE* f = std::fopen(path.c_str(), "ab");
-                                            std::fputs("more\nlines\n", f);
-                                            std::fclose(f);
-                                            appended = true;
-                                        }
-                                        return false;
-                                    });
-    } catch (const cuckoo::dedup::InputChanged& e) {
-        threw = std::string(e.what()).find("changed") != std::string::npos;
+    // began (past the file's 300 lines), the file changes. Appended lines (a log being written)
+    // are left out of every later pass, as the first pass never saw them: the output is that of
+    // the file as the first pass read it. A file cut short, or rewritten in place with other
+    // lines of the same length, stops the run (InputChanged).
+    std::string d;
+    for (int k = 0; k < 300; ++k) d += "line" + std::to_string(100 + k % 200) + "\n";
+    std::string rewritten = d;
+    std::swap(rewritten[4], rewritten[5]);  // "line100" -> "line010": same length, another key
+    const std::vector<std::pair<const char*, std::function<void(const std::string&)>>> changes{
+        {"append", [](const std::string& path) {
+             FILE* f = std::fopen(path.c_str(), "ab");
+             std::fputs("more\nlines\nline100\nno newline", f);
+             std::fclose(f);
+         }},
+        {"truncate", [&](const std::string& path) { CHECK(::truncate(path.c_str(), 1000) == 0); }},
+        {"rewrite", [&](const std::string& path) {
+             // In place (the open fd reads the new bytes), as an editor that writes over a file.
+             FILE* f = std::fopen(path.c_str(), "r+b");
+             std::fwrite(rewritten.data(), 1, rewritten.size(), f);
+             std::fclose(f);
+         }},
+    };
+    for (unsigned threads : {1u, 2u}) {
+        for (const auto& [name, change] : changes) {
+            const std::string path = temp_path("changing"), out_path = temp_path("out");
+            write_file(path, d);
+            cuckoo::dedup::Options opt;
+            opt.block = 64;
+            opt.threads = threads;
+            opt.tick_every = std::chrono::milliseconds(0);
+            bool changed = false;
+            auto in = open_inputs({path});
+            const int out = open_out(out_path);
+            bool threw = false;
+            cuckoo::dedup::ExactRun info;
+            try {
+                cuckoo::dedup::with_key_set(in, {0}, out, -1, cuckoo::KeyHasher{1}, opt, 0, 0,
+                                            [&](const cuckoo::dedup::Result& r) {
+                                                if (r.lines > 300 && !changed) {
+                                                    change(path);
+                                                    changed = true;
+                                                }
+                                                return false;
+                                            },
+                                            &info);
+            } catch (const cuckoo::dedup::InputChanged& e) {
+                threw = std::string(e.what()).find("changed") != std::string::npos;
+            }
+            close_inputs(in);
+            ::close(out);
+            CHECK(changed);
+            if (std::string(name) == "append") {
+                CHECK(!threw);
+                CHECK(info.passes > 2);
+                CHECK(read_file(out_path) == model({d}).first);
+            } else {
+                CHECK(threw);
+            }
+        }
     }
-    close_inputs(in);
-    ::close(out);
-    CHECK(threw);
 }
 
 TEST_CASE(pipeline_stops_before_a_key_longer_than_max_key) {

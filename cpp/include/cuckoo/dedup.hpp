@@ -108,6 +108,10 @@ struct Result {
 struct Input {
     int fd;  // -1: no more than the prefix
     std::vector<unsigned char> prefix;  // bytes already read from fd by the caller, read first
+    // The most bytes read from fd (after the prefix): the exact path's later passes read what the
+    // first one read, so that lines appended to a file during the run (a log being written) are
+    // left out of every pass alike, not read by the later ones only.
+    uint64_t limit = ~uint64_t(0);
 };
 
 // Every allocation of the pipeline's buffers calls fault::before_allocation() first (the test
@@ -342,10 +346,12 @@ public:
     Pipeline(std::vector<Input> inputs, int out_fd, int dropped_fd, const KeyHasher& hasher, const Options& opt,
              Tick tick)
         : inputs_(std::move(inputs)), out_fd_(out_fd), dropped_fd_(dropped_fd), hasher_(hasher), opt_(opt),
-          tick_(std::move(tick)) {
+          tick_(std::move(tick)), read_from_fd_(inputs_.size(), 0) {
         if (opt_.block == 0) opt_.block = 1;
         if (opt_.threads == 0) opt_.threads = 1;
     }
+    // Bytes read so far from each input's fd (its prefix not counted).
+    const std::vector<uint64_t>& bytes_read_from_fds() const noexcept { return read_from_fd_; }
 
     // Runs to the end of the input (or a stop): for each block in order, apply(block) fills
     // block.keep[0, k) and returns k (k < lines: the key k found no room, stop after it);
@@ -457,7 +463,10 @@ private:
                 d.reserve(target + 1);  // + 1: room for a virtual '\n'
                 while (d.size < target) {
                     const size_t asked = target - d.size;
-                    const ssize_t got = read_some(inputs_[src_].fd, d.p.get() + d.size, asked, wait);
+                    const uint64_t left = inputs_[src_].limit - read_from_fd_[src_];
+                    const ssize_t got = left == 0 ? 0 : read_some(inputs_[src_].fd, d.p.get() + d.size,
+                                                                  static_cast<size_t>(std::min<uint64_t>(asked, left)), wait);
+                    if (got > 0) read_from_fd_[src_] += static_cast<uint64_t>(got);
                     if (got == 0) {
                         eof = true;
                         break;
@@ -994,6 +1003,7 @@ private:
     Tick tick_;
     std::chrono::steady_clock::time_point last_tick_;
     Bytes out_;
+    std::vector<uint64_t> read_from_fd_;  // bytes read from each input's fd (read_mutex_)
 
     // Reading state (read_mutex_ when producers run).
     std::mutex read_mutex_;
@@ -1320,6 +1330,8 @@ inline Result with_key_set(const std::vector<Input>& inputs, const std::vector<i
     ExactRun run;
     const unsigned lanes = opt.threads >= 2 ? 2 : 1;
     const bool one_pass = spill.fd >= 0;
+    std::vector<Input> pass_inputs = inputs;  // (after the first pass: limited to what it read)
+    uint64_t first_keys_digest = 0;
     // (Input read once, expected not to fit: the store from the start.)
     bool spill_first = one_pass && planned_parts(expected_keys, mean_key_bytes, budget) > 1;
     const uint64_t planned = one_pass ? 1 : planned_parts(expected_keys, mean_key_bytes, budget);
@@ -1452,6 +1464,7 @@ inline Result with_key_set(const std::vector<Input>& inputs, const std::vector<i
             return l;
         };
         uint64_t base = 0;  // the block's first line
+        uint64_t keys_digest = 0;
         // The caller's tick sees the lines and bytes of every pass so far (its rates stay rates).
         Pipeline::Tick pass_tick;
         if (tick)
@@ -1461,7 +1474,7 @@ inline Result with_key_set(const std::vector<Input>& inputs, const std::vector<i
                 sum.bytes += read_before.bytes;
                 return tick(sum);
             };
-        Pipeline p(inputs, out_fd, dropped_fd, hasher, opt, pass_tick);
+        Pipeline p(pass_inputs, out_fd, dropped_fd, hasher, opt, pass_tick);
         pipeline = &p;
         Result r = p.run(
             [&](Block& b, size_t n) -> size_t {
@@ -1479,6 +1492,11 @@ inline Result with_key_set(const std::vector<Input>& inputs, const std::vector<i
                 }
                 if (!first && base + n > total.lines)
                     throw InputChanged("the input changed while it was read again (more lines)");
+                // The pass's digest of its keys in order: a later pass that reads other keys (a
+                // file rewritten in place, its length unchanged) stops as one that reads other
+                // lines does. (An add and a multiply a line, over hashes computed anyway.)
+                const uint64_t* const key_hash = b.hashes.data();
+                for (size_t j = 0; j < n; ++j) keys_digest += key_hash[j] * (2 * (base + j) + 1);
                 if (owner.capacity() < n) fault::before_allocation();
                 owner.resize(n);
                 for (Lane& l : lane) {
@@ -1589,12 +1607,14 @@ inline Result with_key_set(const std::vector<Input>& inputs, const std::vector<i
             },
             [] {}, /*write_behind=*/true);
         pipeline = nullptr;
-        if (!first && (r.lines != total.lines || r.bytes != total.bytes))
-            throw InputChanged("the input changed while it was read again (fewer lines or other bytes)");
+        if (!first && (r.lines != total.lines || r.bytes != total.bytes || keys_digest != first_keys_digest))
+            throw InputChanged("the input changed while it was read again (fewer or other lines)");
         if (first) {
             total.lines = r.lines;
             total.bytes = r.bytes;
             total.status = r.status;
+            first_keys_digest = keys_digest;
+            for (size_t i = 0; i < pass_inputs.size(); ++i) pass_inputs[i].limit = p.bytes_read_from_fds()[i];
         }
         total.kept += r.kept;
         read_before.lines += r.lines;

@@ -528,9 +528,11 @@ def dedup(source: Any, out: Any = None, *, exact: bool = False, store: Any = Non
         (A ``ValueError``.) A line longer than a store key (2**31 - 1 bytes): the lines before it
         are done.
     ValueError
-        ``exact=True`` read an input file again for another pass and found other lines or bytes
-        than the first time (the file changed during the run): the output written so far is not
-        to be trusted.
+        ``exact=True`` read an input file again for another pass and found fewer or other lines
+        than the first time (the file was cut short or rewritten during the run): the output
+        written so far is not to be trusted. Lines appended to a file during the run (a log
+        being written) are not an error: every pass reads the bytes the first one read, and the
+        output is that of the file as the first pass saw it.
     OSError
         An input that cannot be opened or read (``FileNotFoundError``, ``PermissionError``, ...,
         naming the file), or an output that cannot be written (``cuckoo_side`` says which:
