@@ -57,7 +57,9 @@ EXACT_BLOCK = 4 << 20
 # 123, 277, 187 MiB for 196, 533, 576 MiB), so a quarter is 1-3 passes there. Measured (Zen 4,
 # 2 threads, 10^7 lines, benchmarks/dedup.py's files; one run each, noisy host), one pass against
 # --memory 128M: hex 0.61-1.41 s / 158 MB against 0.85-0.94 s / 100 MB, URL 1.32-1.87 s / 314 MB
-# against 1.13-1.76 s / 123 MB, text 1.42-1.77 s / 224 MB against 1.37-1.90 s / 131 MB.
+# against 1.13-1.76 s / 123 MB, text 1.42-1.77 s / 224 MB against 1.37-1.90 s / 131 MB. Passes
+# cost more on other CPUs: on a Xeon Skylake-SP (2026-11-26, an earlier build, hex lines, 2
+# threads) one pass took 2.05 s and 185 MiB, two passes under 96 MiB 3.64 s and 164 MiB.
 EXACT_MEMORY_MIN = 256 << 20
 EXACT_MEMORY_MAX = 4 << 30
 EXACT_MEMORY_FILE_MIN = 128 << 20
