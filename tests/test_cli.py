@@ -97,6 +97,28 @@ def test_dedup_help_explains_the_report():
     assert "wrongly dropped" in text and "expected_fpr" in text and "--capacity" in text
 
 
+@pytest.mark.parametrize("columns", [50, 90, 140])
+def test_help_wraps_at_the_terminal_width(columns):
+    # The parser sizes its formatters itself (without shutil): the options' help must still wrap
+    # at $COLUMNS - 2 as argparse's own width rule does, and use the room it is given.
+    env = dict(os.environ, COLUMNS=str(columns))
+    proc = subprocess.run([sys.executable, "-m", "cuckoo", "dedup", "--help"], env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, timeout=120, check=True)
+    text = proc.stdout.decode()
+    options = text[text.index("options:"):text.index("keyed records")].splitlines()
+    longest = max(len(line) for line in options)
+    assert longest <= columns - 2
+    assert longest >= columns - 2 - 25
+
+
+def test_help_does_not_import_shutil():
+    # shutil (with zlib, bz2 and lzma) cost the start of every command a few milliseconds.
+    code = ("import sys; from cuckoo.cli import build_parser; build_parser().format_help(); "
+            "print('shutil' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE, timeout=120, check=True).stdout
+    assert out.decode().strip() == "False"
+
+
 def test_version():
     assert run("--version", check=0).stdout.decode().strip() == f"cuckoo {cuckoo.__version__}"
 

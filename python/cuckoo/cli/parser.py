@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 from typing import Any, NoReturn, Optional, Sequence
@@ -30,6 +31,32 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+    # argparse makes a formatter for every add_argument (to check its metavar), and a formatter
+    # without a width imports shutil (with zlib, bz2 and lzma) and asks the terminal its size:
+    # a few milliseconds of every command's start, on input of any size. The width is the same
+    # one (shutil.get_terminal_size's rule), asked once a build_parser().
+    _width: Optional[int] = None
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        if _Parser._width is None:
+            _Parser._width = _terminal_columns() - 2  # (argparse's own margin)
+        return self.formatter_class(prog=self.prog, width=_Parser._width)
+
+
+def _terminal_columns() -> int:
+    """The terminal's width as shutil.get_terminal_size() gives it: $COLUMNS when set and
+    positive, else the size of the terminal on stdout, else 80."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns if columns > 0 else 80
 
 
 def _positive_int(text: str) -> int:
@@ -222,6 +249,7 @@ def _add_expansion_option(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    _Parser._width = None  # (the terminal's width is asked again: it may have changed)
     parser = _Parser(
         prog="cuckoo",
         description="Cuckoo filters on the command line: streaming dedup of huge files in little memory,\n"
