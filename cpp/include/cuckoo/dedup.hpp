@@ -166,6 +166,20 @@ struct Block {
     std::atomic<size_t> hash_claimed{0};        // batches handed out (may pass hash_batches)
     std::atomic<bool> producer_hashing{false};  // the producer may still hash (or claim) a batch
     size_t lines() const noexcept { return line_count; }
+    // How many of lines [from, to) are kept. Eight flags (bytes of 0 or 1) at a time, summed by
+    // one multiply: GCC 12 left the plain loop one byte a step, and with two such loops a block
+    // it was 4% of the calling thread's time with 2 threads (10^7 hex lines, perf, Zen 4).
+    size_t kept_in(size_t from, size_t to) const noexcept {
+        const bool* const k = keep.get();
+        size_t n = 0, j = from;
+        for (; j + 8 <= to; j += 8) {
+            uint64_t w;
+            std::memcpy(&w, k + j, 8);
+            n += static_cast<size_t>((w * 0x0101010101010101ull) >> 56);
+        }
+        for (; j < to; ++j) n += k[j];
+        return n;
+    }
     // Line j's key: the line without its '\n' and one '\r' before it.
     KeySpan key(size_t j) const noexcept {
         const size_t start = j ? line_end[j - 1] : 0, end = line_end[j] - 1;
@@ -380,7 +394,7 @@ public:
             const size_t n = b->lines();
             const size_t k = apply(*b, n);
             r.lines += k;
-            for (size_t j = b->write_from, e = std::min(b->write_to, k); j < e; ++j) r.kept += b->keep[j];
+            if (b->write_from < k) r.kept += b->kept_in(b->write_from, std::min(b->write_to, k));
             r.bytes += k == n ? b->used - (b->virtual_nl ? 1 : 0) : (k ? b->line_end[k - 1] : 0);
             const bool stop_after = k < n || b->too_long;
             if (k < n)
@@ -1094,8 +1108,7 @@ inline Result with_filter(StagedFilter& f, std::vector<Input> inputs, int out_fd
             const size_t done = static_cast<size_t>(
                 f.insert_batch(n, [h](uint64_t k) { return h[k]; }, Filter::InsertMode::Unique, b.keep.get(), full,
                                [] { return false; }));
-            size_t kept = 0;
-            for (size_t j = 0; j < done; ++j) kept += b.keep[j];
+            const size_t kept = b.kept_in(0, done);
             const double fpr_after = f.expected_fpr();
             expected_false += static_cast<double>(kept) * 0.5 * (fpr_before + fpr_after);
             fpr_before = fpr_after;
