@@ -13,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <mutex>
 #include <random>
 #include <set>
 #include <string>
@@ -205,6 +206,65 @@ TEST_CASE(filter_blocks_sized_by_lines_give_the_answers_of_one_thread) {
         tables[threads - 1].assign(reinterpret_cast<const char*>(t.data()), t.data_bytes());
     }
     CHECK(tables[0] == tables[1]);
+}
+
+TEST_CASE(the_producer_warms_the_next_block_with_its_whole_hashes_with_two_threads_only) {
+    // A slow apply (the calling thread the slower side, as with a filter on short lines): with
+    // two threads the producer passes the hashes of the block taken next to the warmer, every
+    // one computed (what apply then sees for that block); with one thread or several producers
+    // the warmer is never called. The output does not change.
+    std::string data;
+    for (size_t k = 0; k < 6000; ++k) data += "line" + std::to_string(k % 4000) + "\n";
+    const std::string path = temp_path("warm_lines");
+    write_file(path, data);
+    const auto want = model({data});
+    for (unsigned threads : {1u, 2u, 3u}) {
+        cktest::context() = "threads " + std::to_string(threads);
+        cuckoo::dedup::Options opt;
+        opt.block = 2048;  // about 200 lines a block, 30 blocks
+        opt.threads = threads;
+        const auto in = open_inputs({path});
+        const int out = open_out(temp_path("out"));
+        cuckoo::dedup::Pipeline p(in, out, -1, cuckoo::KeyHasher{3}, opt, nullptr);
+        std::mutex m;
+        std::vector<std::vector<uint64_t>> warmed, applied;
+        p.set_next_block_warmer([&](const uint64_t* h, size_t n) {
+            std::lock_guard<std::mutex> g(m);
+            warmed.emplace_back(h, h + n);
+        });
+        std::set<std::string> seen;
+        const auto r = p.run(
+            [&](cuckoo::dedup::Block& b, size_t n) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(2));
+                {
+                    std::lock_guard<std::mutex> g(m);
+                    applied.emplace_back(b.hashes.begin(), b.hashes.begin() + static_cast<std::ptrdiff_t>(n));
+                }
+                for (size_t j = 0; j < n; ++j) {
+                    const cuckoo::KeySpan k = b.key(j);
+                    b.keep[j] = seen.insert(std::string(reinterpret_cast<const char*>(k.data), k.len)).second;
+                }
+                return n;
+            },
+            [] {}, /*write_behind=*/true);
+        close_inputs(in);
+        ::close(out);
+        CHECK(r.status == cuckoo::dedup::Status::done);
+        CHECK(read_file(temp_path("out")) == want.first);
+        CHECK(applied.size() >= 20u);
+        if (threads != 2) {
+            CHECK_EQ(warmed.size(), 0u);
+            continue;
+        }
+        // Each block warmed is one applied, in order, with the same hashes.
+        CHECK(warmed.size() >= applied.size() / 4);
+        size_t at = 0;
+        for (const auto& w : warmed) {
+            while (at < applied.size() && applied[at] != w) ++at;
+            CHECK(at < applied.size());
+            ++at;
+        }
+    }
 }
 
 TEST_CASE(exact_passes_equal_the_model_at_every_budget) {
