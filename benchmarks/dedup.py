@@ -339,8 +339,12 @@ def main(argv: Optional[List[str]] = None) -> int:
                           f"{rss[name] / rss[peer]:.2f}x (informative: {peer} reads the file)")
             if "DuckDB" in best:
                 print(f"  filter ({threads} threads) / DuckDB: wall {fn / best['DuckDB']:.2f}x (target <= 0.25)")
+            # The thread ratio by min and by median: on a shared host the one-thread runs find a
+            # quiet moment more often than the two-thread ones, which need both cores at once.
+            median = {name: sorted(w)[len(w) // 2] for name, w in walls.items()}
+            m1, mn = median[tools[0][0]], median[tools[1][0]]
             print(f"  filter / exact: wall {fn / ex:.2f}x (target < 1); filter 1 -> {threads} threads: "
-                  f"{f1 / fn:.2f}x (target >= 1.6)")
+                  f"{f1 / fn:.2f}x by min, {m1 / mn:.2f}x by median (target >= 1.6)")
             os.unlink(path)
         print(f"\nload average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         return 0 if ok else 1
