@@ -63,6 +63,8 @@ void register_scalar_calls(FilterClass& cls);  // scalar_calls.cpp
 void register_persistence(FilterClass& cls);  // to_bytes, from_bytes, save/load support (format_binding.cpp)
 void register_dedup(FilterClass& cls);  // _dedup, the native dedup pipeline (dedup_binding.cpp)
 void register_dedup_exact(py::module_& m);  // _dedup_exact, its exact path (dedup_binding.cpp)
+void register_json_keys(py::module_& m);    // _json_key: test hook of the JSONL framing (record_keys_binding.cpp)
+void register_csv_fields(py::module_& m);   // test hooks of the CSV and field framings (record_keys_binding.cpp)
 
 // Why the last insert into `f` failed, as the start of a FilterFullError message, and its
 // `reason` attribute.

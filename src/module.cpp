@@ -96,6 +96,8 @@ PYBIND11_MODULE(_core, m) {
     cuckoo_py::register_filter(m);
     cuckoo_py::register_store(m);
     cuckoo_py::register_dedup_exact(m);
+    cuckoo_py::register_json_keys(m);
+    cuckoo_py::register_csv_fields(m);
     // Tests only (tests/test_faults.py): the n-th allocation of a table, an index or a log
     // mapping from now raises MemoryError (0 disarms); returns the allocations seen since the
     // previous call.
