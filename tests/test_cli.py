@@ -500,7 +500,7 @@ def test_rare_cv2_tells_keys_that_repeat_alike_from_a_heavy_head():
     above), infinite when no rare key repeats."""
     from collections import Counter
 
-    from cuckoo.cli import estimate as est
+    from cuckoo._dedup import estimate as est
 
     def seen_of(keys):
         freq = Counter(Counter(keys).values())
@@ -521,7 +521,7 @@ def test_a_file_of_long_lines_gets_more_sample_windows(tmp_path):
     """Fewer than MIN_SAMPLE_LINES lines in the first windows (long lines): the file is sampled
     again with more windows, up to MAX_SAMPLE_WINDOWS and no more than the file holds; a file of
     short lines keeps SAMPLE_WINDOWS."""
-    from cuckoo.cli import estimate as est
+    from cuckoo._dedup import estimate as est
 
     long_lines = tmp_path / "long.txt"
     long_lines.write_bytes(b"".join(b"%0199d\n" % i for i in range(30_000)))  # 200-byte lines, 5.7 MiB
@@ -593,8 +593,8 @@ def test_sample_counts_reject_a_malformed_window():
 def test_estimate_of_a_sampled_file_matches_the_python_sampling(tmp_path):
     """A file larger than the sample: the windows of estimate_input give the same estimate as the
     Python split-and-Counter sampling it replaced (distinct_estimate over the model's keys)."""
-    from cuckoo.cli import estimate as est
-    from cuckoo.cli.framing import Source
+    from cuckoo._dedup import estimate as est
+    from cuckoo._dedup.sources import Source
 
     rng = random.Random(3)
     lines = [b"%d\r\n" % rng.randrange(300_000) if rng.random() < 0.5 else b"k%d\n" % rng.randrange(50_000)

@@ -8,7 +8,7 @@ import io
 import pytest
 
 import cuckoo
-from cuckoo.cli.engine import KeyTooLongError
+from cuckoo._dedup.engine import KeyTooLongError
 
 
 def ref_dedup(data: bytes) -> bytes:
@@ -226,7 +226,7 @@ def test_the_default_exact_memory_follows_the_files_size(tmp_path, monkeypatch):
     import os
     import threading
 
-    from cuckoo.cli import engine
+    from cuckoo._dedup import engine
 
     pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     read_once = max(256 << 20, min(4 << 30, pages // 16))

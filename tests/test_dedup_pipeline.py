@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cuckoo
-from cuckoo.cli import engine
+from cuckoo._dedup import engine
 
 FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 LONG = settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -191,7 +191,7 @@ def test_exact_passes_planned_from_the_distinct_keys_length(tmp_path, threads):
 
 
 def test_mean_distinct_key_bytes_from_a_sample():
-    from cuckoo.cli.estimate import mean_distinct_key_bytes
+    from cuckoo._dedup.estimate import mean_distinct_key_bytes
 
     # the whole input sampled: the distinct keys' mean
     assert mean_distinct_key_bytes(3, 3, 1, 30, 5, complete=True) == 10.0

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import cuckoo
-from cuckoo import _records as rc
+from cuckoo._dedup import records as rc
 
 
 def run(framing, data: bytes, block: int = 1 << 16, exact: bool = True):

@@ -68,8 +68,8 @@ _persist.install(Filter)
 
 __version__ = "0.2.0"
 
-# Last: the dedup engine (cuckoo.cli.engine) imports this package's names above.
-from .cli.engine import DedupResult, dedup  # noqa: E402
+# Last: the dedup engine (cuckoo._dedup.engine) imports this package's names above.
+from ._dedup import DedupResult, dedup  # noqa: E402
 
 __all__ = [
     "CuckooError",

@@ -23,12 +23,14 @@ lines given to cuckoo.dedup, a framing other than whole lines) take the Python b
 NumPy splits each block, the keys go to the filter in one bulk call per block (as fixed-width
 NumPy ``S`` arrays, grouped by length); both give the same output byte for byte.
 
-The package has one module per concern: ``common`` (exit codes, errors), ``engine`` (the dedup
-run behind ``cuckoo.dedup()``: filter or store, kept and dropped sinks, counts), ``framing``
-(sources read in blocks of whole lines, their keys), ``estimate`` (distinct-line estimates that size
-filters), ``output`` (the output sink, progress and report formats), ``filters`` (dedup with a
-filter, build, query, info), ``stores`` (dedup --exact/--store, the store subcommands), ``demo``
-and ``parser`` (options, help, ``main``). This module re-exports their names.
+The dedup engine itself (``cuckoo.dedup()``: the run through a filter, a key set or a store,
+its sources, framings, estimates, compression and errors) is the package ``cuckoo._dedup``,
+below this one. The CLI has one module per concern: ``common`` (the exit codes of
+``cuckoo._dedup.errors``, defaults), ``output`` (the output sink, report formats, the refusal
+to overwrite an input), ``filters`` (dedup with a filter, build, query, info), ``records``
+(dedup's record options), ``stores`` (dedup --exact/--store, the store subcommands), ``demo``
+and ``parser`` (options, help, ``main``). This module re-exports their names, and the engine's
+modules as ``engine``, ``framing`` and ``estimate``.
 
 Exit codes: 0 success, 1 usage error (bad option, unreadable input file), 2 a filter file that
 cannot be read or written (one line on stderr), 3 the filter is full (fixed capacity, or a key
@@ -41,17 +43,19 @@ input crafted against the public hash behaves like any other input.
 
 from __future__ import annotations
 
-from . import common, demo, engine, estimate, filters, framing, output, parser, stores
+from cuckoo._dedup import engine, estimate, sources as framing  # noqa: F401 (the engine's modules, as before)
+
+from . import common, demo, filters, output, parser, stores
 from .common import (
     EXIT_OK, EXIT_USAGE, EXIT_FILTER_FILE, EXIT_FULL, EXIT_WRITE, DEFAULT_BLOCK, DEDUP_FPR, BUILD_FPR, CliError,
 )
-from .engine import (
+from cuckoo._dedup.engine import (
     EXACT_BLOCK, MAX_STORE_KEY, DedupResult, KeyTooLongError, LineFraming, dedup, max_store_key,
 )
-from .framing import (
+from cuckoo._dedup.sources import (
     MAX_S_WIDTH, MIN_EXACT_GROUP, Lines, Source, LineTooLong, read_lines, sources_of, iter_blocks,
 )
-from .estimate import (
+from cuckoo._dedup.estimate import (
     SAMPLE_WINDOWS, SAMPLE_WINDOW, distinct_estimate, estimate_from_counts, estimate_keys, STDIN_CAPACITY,
     MIN_CAPACITY, GROWABLE_START, new_filter, sized_filter,
 )

@@ -14,7 +14,7 @@ import cuckoo
 from cuckoo import Filter
 
 from .common import DEDUP_FPR, DEFAULT_BLOCK, EXIT_OK
-from .framing import Source, read_lines
+from cuckoo._dedup.sources import Source, read_lines
 from .output import _bytes, _si, write_stdout
 
 

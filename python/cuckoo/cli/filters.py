@@ -13,12 +13,12 @@ from cuckoo._numpy import np
 import cuckoo
 from cuckoo import Filter, FilterFullError
 from cuckoo._grow import growable_version
-from cuckoo._records import RecordError
+from cuckoo._dedup.records import RecordError
 
 from .common import BUILD_FPR, CliError, DEDUP_FPR, EXIT_FILTER_FILE, EXIT_FULL, EXIT_OK, EXIT_USAGE, _one_line
-from .engine import dedup
-from .estimate import sized_filter, vector_bucket_size
-from .framing import Source, iter_blocks, sources_of
+from cuckoo._dedup.engine import dedup
+from cuckoo._dedup.estimate import sized_filter, vector_bucket_size
+from cuckoo._dedup.sources import Source, iter_blocks, sources_of
 from .output import (
     Output, Progress, _bytes, _note, _progress_enabled, _si, _small, inputs_of, refuse_clobber, write_stdout,
 )

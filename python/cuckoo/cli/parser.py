@@ -13,7 +13,7 @@ from cuckoo import theory
 
 from .common import BUILD_FPR, CliError, DEDUP_FPR, DEFAULT_BLOCK, EXIT_USAGE, EXIT_WRITE
 from .demo import cmd_demo
-from .estimate import GROWABLE_START
+from cuckoo._dedup.estimate import GROWABLE_START
 from .filters import cmd_build, cmd_dedup, cmd_info, cmd_query
 from .output import _discard_stdout, write_error
 from .stores import (

@@ -1,5 +1,5 @@
 """dedup's record options: -t/-k, --csv, --jsonl, --missing, --dropped, and Parquet / Arrow IPC
-inputs (cuckoo._records, cuckoo._columnar)."""
+inputs (cuckoo._dedup.records, cuckoo._columnar)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import time
 from typing import Any, List, Optional
 
 from cuckoo._columnar import ARROW_HINT, sniff_columnar
-from cuckoo._records import framing_of
+from cuckoo._dedup.records import framing_of
 
 from .common import CliError, EXIT_OK, EXIT_USAGE, _one_line
-from .framing import Source
+from cuckoo._dedup.sources import Source
 from .output import Output, _note, _si, inputs_of, refuse_clobber
 
 

@@ -14,10 +14,10 @@ from cuckoo._numpy import np
 import cuckoo
 
 from .common import CliError, DEFAULT_BLOCK, EXIT_FILTER_FILE, EXIT_OK, EXIT_USAGE, _one_line
-from cuckoo._records import RecordError
+from cuckoo._dedup.records import RecordError
 
-from .engine import KeyTooLongError, dedup
-from .framing import iter_blocks, sources_of
+from cuckoo._dedup.engine import KeyTooLongError, dedup
+from cuckoo._dedup.sources import iter_blocks, sources_of
 from .records import dropped_sink, framing_from_args, record_error
 from .output import (
     Output, Progress, _bytes, _note, _progress_enabled, _si, inputs_of, refuse_clobber, store_files,

@@ -16,7 +16,7 @@ from cuckoo import Filter, FilterFullError
 
 from cuckoo import _compress as compress
 
-from .common import CliError, EXIT_USAGE, _one_line
+from .errors import EXIT_USAGE, ReportedError as CliError, one_line as _one_line
 
 
 # Keys longer than this, and keys ending in a NUL byte (which NumPy 'S' arrays cannot hold),

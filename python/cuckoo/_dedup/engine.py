@@ -5,7 +5,7 @@ record, in input order, through a filter (``exact=False``) or a store (``exact=T
 A *framing* turns blocks of input bytes into records and their keys. The default,
 :class:`LineFraming`, makes every line a record keyed by the line without its ``\\n`` and one
 ``\\r`` before it; another framing (a field of the line, a CSV column) yields the same
-:class:`~cuckoo.cli.framing.Lines` blocks with its own key spans (``Lines(..., keys=(kstarts,
+:class:`~cuckoo._dedup.sources.Lines` blocks with its own key spans (``Lines(..., keys=(kstarts,
 klen))``), and everything after framing (the filter or store batch, the kept and dropped
 sinks, the counts) stays as it is.
 """
@@ -25,12 +25,24 @@ import cuckoo
 from cuckoo import Filter, FilterFullError
 
 from cuckoo import _compress as compress
-from cuckoo._records import Records, framing_of
 
-from .common import DEDUP_FPR, DEFAULT_BLOCK
+from .errors import EXIT_WRITE, ReportedError, one_line
 from .estimate import estimate_input, sized_filter, vector_bucket_size
-from .framing import Lines, LineTooLong, Source, read_lines
-from .output import write_error
+from .records import Records, framing_of
+from .sources import Lines, LineTooLong, Source, read_lines
+
+# Bytes read at a time. The native pipeline holds a few blocks at once per thread (read ahead,
+# applied, being written) with 17 bytes of arrays a line beside each: 1 MiB blocks took 17 MiB
+# less peak memory than 2 MiB for the same time, with 2 threads on 10^7 hex lines (filter 72
+# against 89 MiB, 1.35 against 1.41 s; exact 169 against 186 MiB, 4.26 s both; Xeon Skylake-SP).
+DEFAULT_BLOCK = 1 << 20
+# The filter's target false-positive rate when the filter path sizes one itself.
+DEDUP_FPR = 1e-4
+
+
+def write_error(what: str, exc: OSError) -> ReportedError:
+    """A failed write to an output (ENOSPC, EIO, EPIPE with SIGPIPE ignored, ...): one line, exit 4."""
+    return ReportedError(f"cuckoo: cannot write {what}: {one_line(exc)}", EXIT_WRITE)
 
 # Exact dedup reads blocks of 4 MiB: each block is one pass of the store's sorted verification over
 # its log, so larger blocks read the log fewer times, but hold more lines at once. Measured on
@@ -98,7 +110,7 @@ class LineFraming:
     without the ``\\n`` and one ``\\r`` before it. A last line without ``\\n`` is a record too.
 
     A framing has one method, ``blocks(source, block, max_key)``, yielding
-    :class:`~cuckoo.cli.framing.Lines` (records as whole lines of a block, with key spans);
+    :class:`~cuckoo._dedup.sources.Lines` (records as whole lines of a block, with key spans);
     ``native`` says the C++ pipeline can frame it itself (only whole lines)."""
 
     native = True
@@ -298,7 +310,7 @@ def _progress_of(progress: Any) -> Callable[[int, int], None]:
     if callable(progress):
         return progress
     if progress:
-        from .output import Progress
+        from .report import Progress
 
         return Progress(True, "dedup").update
     return _no_progress
@@ -502,12 +514,12 @@ def dedup(source: Any, out: Any = None, *, exact: bool = False, store: Any = Non
         the page cache, so a pass more is cheap), never more than for input read once: 1/16 of
         the machine's memory, within 256 MiB and 4 GiB. ``exact_stats["memory"]`` reports it.
     key, sep, csv, jsonl, missing
-        Keyed records (cuckoo._records), the whole record written: ``sep="\\t", key="2"`` (field
+        Keyed records (cuckoo._dedup.records), the whole record written: ``sep="\\t", key="2"`` (field
         2 of tab-separated lines; ``"2,4"``: fields 2 through 4, as ``sort -k``), ``csv=True,
         key="event_id"`` (an RFC 4180 column by name or number; the header is written and is no
         record), ``jsonl=True, key="a.b.c"`` (the JSON text at a dotted path). A record without
         the field: ``missing="keep"`` writes it, ``"drop"`` drops it, ``"error"`` (default) raises
-        :class:`cuckoo._records.MissingFieldError` (a ``ValueError`` naming its line) once the
+        :class:`cuckoo._dedup.records.MissingFieldError` (a ``ValueError`` naming its line) once the
         records before it are done. A Parquet or Arrow IPC file (recognised by its magic bytes)
         is deduplicated by its column `key`, row group by row group, into a file of its format
         (pyarrow needed).
@@ -590,7 +602,7 @@ def dedup(source: Any, out: Any = None, *, exact: bool = False, store: Any = Non
 
 def _columnar_format(source: Any) -> Optional[str]:
     """"parquet"/"ipc"/"ipc-stream" for the path of a Parquet or Arrow IPC file, else None."""
-    from cuckoo._columnar import sniff_columnar
+    from cuckoo._columnar import sniff_columnar  # (here: start-up of cuckoo dedup)
 
     if not isinstance(source, (str, os.PathLike)):
         return None
@@ -784,7 +796,7 @@ def _reserve(s: Any, sources: List[Source], block: int) -> bool:
 
 def _store_insert(s: Any, lines: Any) -> np.ndarray:
     """The block's "kept" mask after adding its keys to the store (keyed records: only the
-    records whose key decides, cuckoo._records)."""
+    records whose key decides, cuckoo._dedup.records)."""
     if isinstance(lines, Records):
         return lines.store_insert(s)
     return s._s.add_unique_spans(lines.buf, lines.kstarts, lines.klen)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import io
 from typing import Any, Iterator, List, Optional, Sequence, Tuple, Union
 
-from ._numpy import np
+from .._numpy import np
 
 __all__ = ["Records", "FieldFraming", "CsvFraming", "JsonlFraming", "RecordError", "MissingFieldError", "framing_of",
            "parse_fields", "MISSING_POLICIES"]
@@ -98,7 +98,7 @@ class Records:
         """Like cli Lines.insert for a filter: (kept mask, None, None), or when the filter fills
         (mask of the records before the failing one, its index, the error) with the filter
         holding exactly the keys before it."""
-        from ._core import FilterFullError
+        from .._core import FilterFullError
 
         keyed = self.keyed()
         keys = self.keys(keyed)

@@ -9,7 +9,7 @@ from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
 
 from cuckoo import Filter, _core
 
-from .framing import Source
+from .sources import Source
 
 
 # A sampled piece of input: (its bytes, it starts the input, it ends the input); the lines in it
