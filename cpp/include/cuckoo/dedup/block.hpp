@@ -1,0 +1,338 @@
+// The dedup pipeline's blocks (cuckoo/dedup.hpp has the whole picture): the options and result
+// of a run, its inputs, the blocks read from them, and how a block's lines are found (a vector
+// scan for newlines) and hashed. A line ends at '\n'; its key is the line without the '\n' and
+// one '\r' before it.
+//
+// POSIX only, like the whole pipeline.
+#pragma once
+
+#if !defined(_WIN32)
+
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "cuckoo/fault.hpp"
+#include "cuckoo/hash_block.hpp"
+
+namespace cuckoo {
+namespace dedup {
+
+// An input or output that failed: `side` is 0 for an input (`index`: which), 1 for the kept
+// output, 2 for the dropped output; the errno is the system_error's code.
+struct IoError : std::system_error {
+    IoError(int err, int side_, size_t index_, const char* what)
+        : std::system_error(err, std::generic_category(), what), side(side_), index(index_) {}
+    int side;
+    size_t index;
+};
+
+// Thrown out of the pipeline's waits when the caller's tick() asked to stop (an interrupt).
+struct Stopped {};
+
+// The exact path's later passes read other lines or bytes than the first (the input changed).
+struct InputChanged : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+struct Options {
+    size_t block = size_t(1) << 20;  // bytes read at a time
+    unsigned threads = 1;            // 1: all in the calling thread; N: N - 1 producers
+    uint64_t max_key = ~uint64_t(0);  // a longer key stops the run after the lines before it
+    // How often (at least) the calling thread calls tick() while it works or waits.
+    std::chrono::milliseconds tick_every{50};
+    // With producers: blocks of about this many lines (0: `block` bytes each), sized from the
+    // first block's mean line, between kMinAdaptiveBlock and `block` bytes.
+    size_t lines_per_block = 0;
+};
+
+// The smallest block lines_per_block sizes (unless `block` is smaller).
+constexpr size_t kMinAdaptiveBlock = size_t(256) << 10;
+
+enum class Status { done, full, key_too_long };
+
+struct Result {
+    uint64_t lines = 0;  // lines applied (read and decided)
+    uint64_t kept = 0;
+    uint64_t bytes = 0;  // input bytes of those lines (a virtual '\n' not counted)
+    double expected_false = 0.0;  // filter: sum over blocks of kept x mean expected FPR
+    Status status = Status::done;
+};
+
+struct Input {
+    int fd;  // -1: no more than the prefix
+    std::vector<unsigned char> prefix;  // bytes already read from fd by the caller, read first
+    // The most bytes read from fd (after the prefix): the exact path's later passes read what the
+    // first one read, so that lines appended to a file during the run (a log being written) are
+    // left out of every pass alike, not read by the later ones only.
+    uint64_t limit = ~uint64_t(0);
+};
+
+// Every allocation of the pipeline's buffers calls fault::before_allocation() first (the test
+// hook of tests/test_dedup_faults.py's allocation sweep; unarmed, one load and a branch).
+
+// A growable byte buffer without the zero-fill of std::vector::resize (a read fills it).
+struct Bytes {
+    std::unique_ptr<unsigned char[]> p;
+    size_t size = 0, cap = 0;
+    void reserve(size_t n) {
+        if (n <= cap) return;
+        size_t c = std::max(n, cap + cap / 2);
+        fault::before_allocation();
+        std::unique_ptr<unsigned char[]> q(new unsigned char[c]);
+        if (size) std::memcpy(q.get(), p.get(), size);
+        p.swap(q);
+        cap = c;
+    }
+    void append(const unsigned char* d, size_t n) {
+        reserve(size + n);
+        if (n) std::memcpy(p.get() + size, d, n);
+        size += n;
+    }
+};
+
+struct Block {
+    uint64_t seq = 0;
+    Bytes data;
+    size_t used = 0;           // bytes of whole lines (a virtual '\n' included)
+    bool virtual_nl = false;   // its last '\n' was added
+    bool last_input = false;   // a block of the last input
+    bool too_long = false;     // the line after this block's lines has a key longer than max_key
+    bool end = false;          // no more input
+    std::exception_ptr error;  // what reading it threw
+    std::unique_ptr<uint64_t[]> line_end;  // one past each line's '\n' (line_count of them)
+    size_t line_count = 0, line_cap = 0;
+    std::vector<uint64_t> hashes;
+    std::unique_ptr<bool[]> keep;
+    size_t keep_cap = 0;
+    // The lines apply() lets the output take: [write_from, write_to) of those applied (the exact
+    // path's later passes write only lines no pass wrote and every pass has decided). Reset to
+    // all of them with each block read.
+    size_t write_from = 0, write_to = SIZE_MAX;
+    // Hashing in batches of kHashBatch lines, which the producer that split the block and the
+    // calling thread that takes it claim in turn (hash_unclaimed): when the producers are the
+    // slower side, the calling thread hashes what they have not reached instead of waiting.
+    // Measured (Zen 4, KVM guest, 2 threads, filter path, 5 interleaved runs, min / median s):
+    // real text 0.50 / 0.55 -> 0.43 / 0.46, URL lines 0.36 / 0.44 -> 0.33 / 0.36, hex lines
+    // (where the inserts are the slower side) unchanged.
+    static constexpr size_t kHashBatch = 1024;
+    size_t hash_batches = 0;
+    std::atomic<size_t> hash_claimed{0};        // batches handed out (may pass hash_batches)
+    std::atomic<bool> producer_hashing{false};  // the producer may still hash (or claim) a batch
+    size_t lines() const noexcept { return line_count; }
+    // How many of lines [from, to) are kept. Eight flags (bytes of 0 or 1) at a time, summed by
+    // one multiply: GCC 12 left the plain loop one byte a step, and with two such loops a block
+    // it was 4% of the calling thread's time with 2 threads (10^7 hex lines, perf, Zen 4).
+    size_t kept_in(size_t from, size_t to) const noexcept {
+        const bool* const k = keep.get();
+        size_t n = 0, j = from;
+        for (; j + 8 <= to; j += 8) {
+            uint64_t w;
+            std::memcpy(&w, k + j, 8);
+            n += static_cast<size_t>((w * 0x0101010101010101ull) >> 56);
+        }
+        for (; j < to; ++j) n += k[j];
+        return n;
+    }
+    // Line j's key: the line without its '\n' and one '\r' before it.
+    KeySpan key(size_t j) const noexcept {
+        const size_t start = j ? line_end[j - 1] : 0, end = line_end[j] - 1;
+        const unsigned char* p = data.p.get();
+        return KeySpan{p + start, end - start - (end > start && p[end - 1] == '\r')};
+    }
+};
+
+// Calls line(end) with one past each '\n' of p[from, to), in order, until it returns false; returns
+// where it stopped (to when it went through). The portable form: 8 bytes at a time with a bit
+// trick (what ARM and s390x run; the tests call it on x86 too).
+template <class Line>
+size_t for_each_newline_portable(const unsigned char* p, size_t from, size_t to, Line&& line) {
+    size_t i = from;
+    constexpr uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    for (; i + 8 <= to; i += 8) {
+        // Little-endian order on every CPU: the lowest set bit of the mask is then the first byte.
+        const uint64_t w = load_le64(p + i) ^ (ones * '\n');
+        uint64_t mask = (w - ones) & ~w & highs;  // the high bit of each zero byte (exact below the first)
+        while (mask) {
+            const unsigned byte = static_cast<unsigned>(__builtin_ctzll(mask)) / 8;
+            if (p[i + byte] == '\n' && !line(i + byte + 1)) return i + byte + 1;
+            mask &= mask - 1;
+        }
+    }
+    for (; i < to; ++i)
+        if (p[i] == '\n' && !line(i + 1)) return i + 1;
+    return to;
+}
+
+// Room newline_ends needs past the newlines it finds: it writes a few entries beyond its count.
+constexpr size_t kNewlineSlack = 8;
+
+// Writes one past each '\n' of p[0, n) to ends[0..), in order, and returns how many there are;
+// ends needs room for that many plus kNewlineSlack. On x86 it takes 64 bytes at a time (four
+// SSE2 compares into one 64-bit mask) and writes the first four ends of a mask unconditionally:
+// a window of 16-70-byte lines holds one to four, so there is no branch a line to mispredict
+// (the 16-byte scan with a callback a newline that this replaces mispredicted about once a
+// line).
+inline size_t newline_ends(const unsigned char* p, size_t n, uint64_t* ends) noexcept {
+    size_t count = 0, i = 0;
+#if defined(__SSE2__)
+    const __m128i nl = _mm_set1_epi8('\n');
+    auto bits = [&](size_t at) {
+        return static_cast<uint64_t>(static_cast<unsigned>(
+            _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + at)), nl))));
+    };
+    constexpr uint64_t top = uint64_t(1) << 63;  // (keeps ctz defined once the mask is empty)
+    for (; i + 64 <= n; i += 64) {
+        uint64_t mask = bits(i) | bits(i + 16) << 16 | bits(i + 32) << 32 | bits(i + 48) << 48;
+        uint64_t* w = ends + count;
+        const uint64_t base = i + 1;
+        for (unsigned k = 0; k < 4; ++k) {  // an entry past the newlines is overwritten later
+            w[k] = base + static_cast<uint64_t>(__builtin_ctzll(mask | top));
+            count += mask != 0;
+            mask &= mask - 1;
+        }
+        while (mask) {
+            ends[count++] = base + static_cast<uint64_t>(__builtin_ctzll(mask));
+            mask &= mask - 1;
+        }
+    }
+#endif
+    for_each_newline_portable(p, i, n, [&](size_t e) {
+        ends[count++] = e;
+        return true;
+    });
+    return count;
+}
+
+// Splits the block's lines (line_end) and sizes its per-line arrays; marks too_long (and cuts the
+// block before it) at the first key longer than max_key. The keys are hashed after, by
+// hash_unclaimed (possibly two threads at once, each claiming batches: Block::hash_claimed).
+inline void split_lines(Block& b, uint64_t max_key) {
+    b.line_count = 0;
+    b.hash_batches = 0;
+    const unsigned char* p = b.data.p.get();
+    // Room for every line a block of this size can hold (a line is at least its '\n'): no check
+    // per line. The entries are not initialized: only those of the lines are ever written (and
+    // take memory), and the slack of 1/8 keeps a block a little larger than the last from
+    // allocating again.
+    if (b.line_cap < b.used + kNewlineSlack) {
+        const size_t cap = b.used + b.used / 8 + kNewlineSlack;
+        fault::before_allocation();
+        b.line_end.reset(new uint64_t[cap]);
+        b.line_cap = cap;
+    }
+    size_t n = newline_ends(p, b.used, b.line_end.get());
+    if (max_key < b.used) {  // a key may pass max_key: the block ends before the first that does
+        uint64_t start = 0;
+        for (size_t j = 0; j < n; ++j) {
+            const uint64_t e = b.line_end[j];
+            uint64_t klen = e - 1 - start;
+            if (klen && p[e - 2] == '\r') --klen;
+            if (klen > max_key) {
+                b.used = start;
+                b.too_long = true;
+                n = j;
+                break;
+            }
+            start = e;
+        }
+    }
+    b.line_count = n;
+    if (n > b.hashes.capacity()) fault::before_allocation();
+    b.hashes.resize(n);
+    if (b.keep_cap < n) {
+        fault::before_allocation();
+        b.keep.reset(new bool[n]);
+        b.keep_cap = n;
+    }
+    b.hash_batches = (n + Block::kHashBatch - 1) / Block::kHashBatch;
+    b.hash_claimed.store(0, std::memory_order_relaxed);
+}
+
+// Hashes the keys of lines [first, first + count) of a split block into b.hashes.
+inline void hash_lines(Block& b, const KeyHasher& hasher, size_t first, size_t count) noexcept {
+    const unsigned char* p = b.data.p.get();
+    const unsigned char* ptr[kBatchBlock];
+    uint32_t len[kBatchBlock];
+    for (size_t at = first, end = first + count; at < end; at += kBatchBlock) {
+        const unsigned m = static_cast<unsigned>(std::min<size_t>(kBatchBlock, end - at));
+        bool short_keys = true;
+        for (unsigned j = 0; j < m; ++j) {
+            const KeySpan k = b.key(at + j);
+            ptr[j] = k.data;
+            short_keys &= k.len <= UINT32_MAX;
+            len[j] = static_cast<uint32_t>(k.len);
+        }
+        if (short_keys) {
+            hash_bytes_block(hasher, ptr, len, m, p + b.data.size, b.hashes.data() + at);
+        } else {
+            for (unsigned j = 0; j < m; ++j) b.hashes[at + j] = hasher.hash_key(ptr[j], b.key(at + j).len);
+        }
+    }
+}
+
+// Hashes the batches of a split block that no thread claimed yet.
+inline void hash_unclaimed(Block& b, const KeyHasher& hasher) noexcept {
+    for (size_t t; (t = b.hash_claimed.fetch_add(1, std::memory_order_relaxed)) < b.hash_batches;) {
+        const size_t first = t * Block::kHashBatch;
+        hash_lines(b, hasher, first, std::min(Block::kHashBatch, b.lines() - first));
+    }
+}
+
+// Splits the block's lines and hashes their keys (one thread).
+inline void split_and_hash(Block& b, const KeyHasher& hasher, uint64_t max_key) {
+    split_lines(b, max_key);
+    hash_unclaimed(b, hasher);
+}
+
+// Index of the last '\n' in p[from, to), or SIZE_MAX. (memrchr is a GNU extension; the last line
+// of a block is short, so a backward loop finds it in a few steps.)
+inline size_t last_newline(const unsigned char* p, size_t from, size_t to) noexcept {
+    for (size_t i = to; i > from; --i)
+        if (p[i - 1] == '\n') return i - 1;
+    return SIZE_MAX;
+}
+
+// Waits until fd is ready for `events`, calling wait() (which may throw Stopped) every tick.
+template <class Wait>
+void wait_ready(int fd, short events, std::chrono::milliseconds every, Wait&& wait) {
+    while (true) {
+        pollfd pfd{fd, events, 0};
+        const int r = ::poll(&pfd, 1, static_cast<int>(every.count()));
+        if (r > 0) return;
+        if (r < 0 && errno != EINTR) return;  // let the read or write itself report the error
+        wait();
+    }
+}
+
+}  // namespace dedup
+}  // namespace cuckoo
+
+#endif  // !defined(_WIN32)
