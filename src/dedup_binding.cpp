@@ -16,8 +16,8 @@ void register_dedup(FilterClass& cls) {
     (void)cls;  // the pipeline reads and writes POSIX file descriptors: the Python path runs instead
 #else
     cls.def("_dedup", [](PyFilter& self, const py::list& inputs, int out_fd, int dropped_fd, uint64_t block,
-                         unsigned threads, py::object progress) {
-        DedupCall c = dedup_call(inputs, out_fd, dropped_fd, block, threads, ~uint64_t(0), std::move(progress));
+                         unsigned threads, py::object progress, py::object framing) {
+        DedupCall c = dedup_call(inputs, out_fd, dropped_fd, block, threads, ~uint64_t(0), std::move(progress), framing);
         WriteLock lock(self);
         std::pair<std::string, const char*> why;
         py::dict d = run_dedup(c, [&](DedupCall& call, cuckoo::dedup::Pipeline::Tick tick) {
@@ -32,11 +32,51 @@ void register_dedup(FilterClass& cls) {
         }
         return d;
     }, py::arg("inputs"), py::arg("out_fd"), py::arg("dropped_fd"), py::arg("block"), py::arg("threads"),
-       py::arg("progress"));
+       py::arg("progress"), py::arg("framing") = py::none());
 #endif
 }
 
 void register_dedup_exact(py::module_& m) {
+#if !defined(_WIN32)
+    // For cuckoo._dedup.engine: the CSV header at the start of `data` (a UTF-8 BOM before it
+    // skipped): (end, fields), end one past the header record's '\n', or (-1, None) when data
+    // holds no whole record yet (at_end: data is the whole input, its last record may lack '\n').
+    // ValueError for a header that is not valid CSV.
+    m.def("_csv_header", [](const py::bytes& data, int delimiter, int quote, bool at_end) -> py::tuple {
+        const std::string s = data;
+        const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+        const size_t bom = cuckoo::dedup::bom_length(p, s.size());
+        // The first record end (csv_scan gives the last one of what it scanned: it goes on from
+        // where it stopped, '\n' by '\n', so this is one pass).
+        size_t end = 0;
+        {
+            cuckoo::dedup::CsvCut first;
+            first.searched = bom;
+            for (size_t i = bom; i < s.size(); ++i) {
+                if (p[i] != '\n') continue;
+                cuckoo::dedup::csv_scan(p, i + 1, static_cast<unsigned char>(quote), first);
+                if (first.last_end) {
+                    end = first.last_end;
+                    break;
+                }
+            }
+        }
+        if (!end) {
+            if (!at_end || s.size() == bom) return py::make_tuple(-1, py::none());
+            end = s.size();
+        }
+        size_t n = end - bom;
+        if (n && p[bom + n - 1] == '\n') --n;
+        std::vector<std::string> fields;
+        std::string error;
+        if (cuckoo::dedup::csv_fields(p + bom, n, static_cast<unsigned char>(delimiter), static_cast<unsigned char>(quote),
+                                      fields, error) == cuckoo::dedup::KeyStatus::invalid)
+            throw py::value_error("the header: " + error);
+        py::list names;
+        for (const std::string& f : fields) names.append(py::bytes(f));
+        return py::make_tuple(static_cast<int64_t>(end), names);
+    }, py::arg("data"), py::arg("delimiter"), py::arg("quote"), py::arg("at_end"));
+#endif
     // For cuckoo.cli.estimate: the counts (keys, distinct, once, twice, seen) of the lines of
     // sampled windows, each given as (bytes-like, starts the input, ends the input); seen: a tuple
     // of the keys seen exactly k times, k = 1.._SAMPLE_RARE_MAX; then the bytes of the distinct
@@ -116,10 +156,10 @@ void register_dedup_exact(py::module_& m) {
     m.def("_dedup_exact", [](const py::list& inputs, int out_fd, int dropped_fd, const py::list& start_list,
                              uint64_t block, unsigned threads, uint64_t memory, uint64_t expected, uint64_t seed,
                              py::object progress, double mean_key_bytes, int spill_fd, uint64_t spill_log_id,
-                             uint64_t max_key) {
+                             uint64_t max_key, py::object framing) {
         // spill_fd >= 0: inputs read once (see cuckoo::dedup::Spill); max_key: the store's limit
         DedupCall c = dedup_call(inputs, out_fd, dropped_fd, block, threads, spill_fd >= 0 ? max_key : ~uint64_t(0),
-                                 std::move(progress));
+                                 std::move(progress), framing);
         std::vector<int64_t> starts;
         for (const py::handle x : start_list) starts.push_back(x.cast<int64_t>());
         if (starts.size() != c.inputs.size()) throw py::value_error("one start offset per input");
@@ -155,7 +195,7 @@ void register_dedup_exact(py::module_& m) {
     }, py::arg("inputs"), py::arg("out_fd"), py::arg("dropped_fd"), py::arg("starts"), py::arg("block"),
        py::arg("threads"), py::arg("memory"), py::arg("expected"), py::arg("seed"), py::arg("progress"),
        py::arg("mean_key_bytes") = 0.0, py::arg("spill_fd") = -1, py::arg("spill_log_id") = 0,
-       py::arg("max_key") = ~uint64_t(0));
+       py::arg("max_key") = ~uint64_t(0), py::arg("framing") = py::none());
 #endif
 }
 

@@ -29,14 +29,51 @@ struct DedupCall {
     py::object progress;  // None or progress(lines, bytes)
 };
 
-inline DedupCall dedup_call(const py::list& inputs, int out_fd, int dropped_fd, uint64_t block, unsigned threads,
-                            uint64_t max_key, py::object progress) {
-    DedupCall c{{}, out_fd, dropped_fd, {}, std::move(progress)};
-    for (const py::handle item : inputs) {
-        const auto pair = item.cast<std::pair<int, py::bytes>>();
-        const std::string prefix = pair.second;
-        c.inputs.push_back(cuckoo::dedup::Input{pair.first, std::vector<unsigned char>(prefix.begin(), prefix.end())});
+// The record framing (cuckoo._dedup.engine's native framings): None for whole lines, else a dict
+// {"kind": "fields" | "csv" | "jsonl", "delimiter": int, "quote": int, "columns": [int],
+// "first": int, "last": int, "path": [bytes]} (0-based columns and fields).
+inline cuckoo::dedup::Framing framing_from(const py::object& spec) {
+    using cuckoo::dedup::FieldKeySpec;
+    using cuckoo::dedup::FramingKind;
+    cuckoo::dedup::Framing f;
+    if (spec.is_none()) return f;
+    const py::dict d = spec.cast<py::dict>();
+    const std::string kind = d["kind"].cast<std::string>();
+    if (kind == "fields") {
+        f.kind = FramingKind::fields;
+        f.fields.mode = FieldKeySpec::field_range;
+        f.fields.first = d["first"].cast<uint32_t>();
+        f.fields.last = d["last"].cast<uint32_t>();
+    } else if (kind == "csv") {
+        f.kind = FramingKind::csv;
+        f.fields.mode = FieldKeySpec::csv_columns;
+        f.fields.quote = d["quote"].cast<unsigned char>();
+        for (const py::handle c : d["columns"].cast<py::list>()) f.fields.columns.push_back(c.cast<uint32_t>());
+        if (f.fields.columns.empty()) throw py::value_error("a CSV key needs a column");
+    } else if (kind == "jsonl") {
+        f.kind = FramingKind::jsonl;
+        for (const py::handle m : d["path"].cast<py::list>()) f.json.members.push_back(m.cast<std::string>());
+        return f;
+    } else {
+        throw py::value_error("unknown framing kind: " + kind);
     }
+    f.fields.delimiter = d["delimiter"].cast<unsigned char>();
+    return f;
+}
+
+inline DedupCall dedup_call(const py::list& inputs, int out_fd, int dropped_fd, uint64_t block, unsigned threads,
+                            uint64_t max_key, py::object progress, const py::object& framing = py::none()) {
+    DedupCall c{{}, out_fd, dropped_fd, {}, std::move(progress)};
+    // Each input: (fd, bytes read from it already[, the line number its next byte is on]).
+    for (const py::handle item : inputs) {
+        const py::tuple t = item.cast<py::tuple>();
+        if (t.size() != 2 && t.size() != 3) throw py::value_error("an input is (fd, prefix[, first_line])");
+        const std::string prefix = t[1].cast<py::bytes>();
+        cuckoo::dedup::Input in{t[0].cast<int>(), std::vector<unsigned char>(prefix.begin(), prefix.end())};
+        if (t.size() == 3) in.first_line = t[2].cast<uint64_t>();
+        c.inputs.push_back(std::move(in));
+    }
+    c.opt.framing = framing_from(framing);
     if (block == 0 || threads == 0) throw py::value_error("block and threads must be positive");
     c.opt.block = static_cast<size_t>(block);
     c.opt.threads = threads;
@@ -95,8 +132,14 @@ py::dict run_dedup(DedupCall& c, Body&& body) {
         PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(err.ptr())), err.ptr());
         throw py::error_already_set();
     }
-    static const char* const statuses[] = {"done", "full", "key_too_long"};
+    static const char* const statuses[] = {"done", "full", "key_too_long", "bad_record"};
     py::dict d;
+    if (r.status == cuckoo::dedup::Status::bad_record) {
+        d["bad_input"] = r.bad_input;
+        d["bad_line"] = r.bad_line;
+        d["bad_why"] = r.bad_why == cuckoo::dedup::KeyStatus::missing ? "missing" : "invalid";
+        d["message"] = r.message;
+    }
     d["lines"] = r.lines;
     d["kept"] = r.kept;
     d["bytes"] = r.bytes;

@@ -415,8 +415,9 @@ void register_store(py::module_& m) {
     // block is a store batch committed after its lines were written (dedup --store); `index_bits`:
     // keep_index_bits() first (growths from memory).
     cls.def("_dedup", [](PyStore& self, const py::list& inputs, int out_fd, int dropped_fd, uint64_t block,
-                         unsigned threads, uint64_t max_key, bool batches, bool index_bits, py::object progress) {
-        DedupCall c = dedup_call(inputs, out_fd, dropped_fd, block, threads, max_key, std::move(progress));
+                         unsigned threads, uint64_t max_key, bool batches, bool index_bits, py::object progress,
+                         py::object framing) {
+        DedupCall c = dedup_call(inputs, out_fd, dropped_fd, block, threads, max_key, std::move(progress), framing);
         WriteLock lock(self);
         cuckoo::Store& s = self.open();
         return run_dedup(c, [&](DedupCall& call, cuckoo::dedup::Pipeline::Tick tick) {
@@ -424,7 +425,8 @@ void register_store(py::module_& m) {
                                              index_bits, std::move(tick));
         });
     }, py::arg("inputs"), py::arg("out_fd"), py::arg("dropped_fd"), py::arg("block"), py::arg("threads"),
-       py::arg("max_key"), py::arg("batches"), py::arg("index_bits"), py::arg("progress"));
+       py::arg("max_key"), py::arg("batches"), py::arg("index_bits"), py::arg("progress"),
+       py::arg("framing") = py::none());
 
     // Iteration support: live record offsets in log order, and the records at given offsets.
     cls.def("live_offsets", [](const PyStore& self) {

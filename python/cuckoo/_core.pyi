@@ -31,9 +31,10 @@ def _signal_checks() -> int: ...
 # the exact dedup path in memory (cuckoo._dedup.engine): inputs readable again from `starts`, or
 # (spill_fd >= 0) read once, the keys moved to a store on spill_fd past the budget
 def _dedup_exact(
-    inputs: list[tuple[int, bytes]], out_fd: int, dropped_fd: int, starts: list[int], block: int, threads: int,
+    inputs: list[Any], out_fd: int, dropped_fd: int, starts: list[int], block: int, threads: int,
     memory: int, expected: int, seed: int, progress: Callable[[int, int], None] | None,
     mean_key_bytes: float = 0.0, spill_fd: int = -1, spill_log_id: int = 0, max_key: int = ...,
+    framing: dict[str, Any] | None = None,
 ) -> dict[str, Any]: ...
 def _first_occurrences(pieces: list[Any], seed: int) -> list[npt.NDArray[np.bool_]]: ...
 _SAMPLE_RARE_MAX: int
@@ -92,10 +93,11 @@ class Filter:
     def __add__(self, other: Filter) -> Filter: ...
     def __iadd__(self, other: Filter) -> Filter: ...
     def compact(self) -> int: ...
-    # the native dedup pipeline (cuckoo._dedup.engine): inputs are (fd, bytes read ahead) pairs
+    # the native dedup pipeline (cuckoo._dedup.engine): inputs are (fd, bytes read ahead[, first
+    # line]) tuples; framing: None (lines) or a record framing (src/dedup_binding.hpp)
     def _dedup(
-        self, inputs: list[tuple[int, bytes]], out_fd: int, dropped_fd: int, block: int, threads: int,
-        progress: Callable[[int, int], None] | None,
+        self, inputs: list[Any], out_fd: int, dropped_fd: int, block: int, threads: int,
+        progress: Callable[[int, int], None] | None, framing: dict[str, Any] | None = None,
     ) -> dict[str, Any]: ...
 
     # introspection
@@ -183,8 +185,9 @@ class _Store:
         self, data: Any, starts: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64]
     ) -> npt.NDArray[np.bool_]: ...
     def _dedup(
-        self, inputs: list[tuple[int, bytes]], out_fd: int, dropped_fd: int, block: int, threads: int, max_key: int,
+        self, inputs: list[Any], out_fd: int, dropped_fd: int, block: int, threads: int, max_key: int,
         batches: bool, index_bits: bool, progress: Callable[[int, int], None] | None,
+        framing: dict[str, Any] | None = None,
     ) -> dict[str, Any]: ...
     def live_offsets(self) -> tuple[npt.NDArray[np.uint64], int]: ...
     def version(self) -> int: ...

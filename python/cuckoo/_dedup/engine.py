@@ -28,7 +28,7 @@ from cuckoo import _compress as compress
 
 from .errors import EXIT_WRITE, ReportedError, one_line
 from .estimate import estimate_input, sized_filter, vector_bucket_size
-from .records import Records, framing_of
+from .records import CsvFraming, MissingFieldError, RecordError, Records, framing_of
 from .sources import Lines, LineTooLong, Source, read_lines
 
 # Bytes read at a time. The native pipeline holds a few blocks at once per thread (read ahead,
@@ -378,6 +378,12 @@ class _Native:
         self.out_fd = -1
         self.dropped_fd = -1
         self.decompressing: List[Any] = []  # (source, DecompressingReader) read through a pipe
+        # Keyed records: the framing's spec for the pipeline (None: lines), the CSV header to
+        # write first, and the line each input's records start on (after its header).
+        self.framing: Any = None
+        self.spec: Optional[dict] = None
+        self.header = b""
+        self.first_lines: List[int] = []
 
     @classmethod
     def plan(cls, sources: List[Source], framing: Any, sinks: Sequence[Any]) -> Optional["_Native"]:
@@ -420,11 +426,61 @@ class _Native:
                 n.inputs[k] = (fd, n.inputs[k][1] + (b"" if src.buffer_empty else _drain(stream)))
                 if src.stream is not None and not src.owned:
                     n.streams.append((src.stream, fd))
+        n.first_lines = [1] * len(n.inputs)
+        if getattr(framing, "native_spec", None) is not None:
+            n.framing = framing
+            if isinstance(framing, CsvFraming):
+                n._read_headers(sources, framing)
+            else:
+                n.spec = framing.native_spec()
         return n
+
+    def _read_headers(self, sources: List[Source], framing: CsvFraming) -> None:
+        """Takes each input's CSV header off the front of its bytes (reading from its fd as far as
+        the header goes): the first one resolves the key columns and is written once to each
+        output; a later input's must name the same columns, and is written nowhere."""
+        first: Optional[List[bytes]] = None
+        for k, (fd, prefix) in enumerate(self.inputs):
+            data, at_end = prefix, fd < 0
+            while True:
+                try:
+                    end, names = cuckoo._core._csv_header(data, ord(framing.delimiter), ord('"'), at_end)
+                except ValueError as exc:
+                    raise RecordError(1, str(exc), sources[k].name) from None
+                if end >= 0 or at_end:
+                    break
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    at_end = True
+                data += chunk
+            if end < 0:  # an empty input: no header, no records
+                self.inputs[k] = (fd, b"")
+                continue
+            header = data[:end]
+            self.inputs[k] = (fd, data[end:])
+            self.first_lines[k] = 1 + header.count(b"\n")
+            if first is None:
+                first = names
+                self.header = header if header.endswith(b"\n") else header + b"\n"
+                framing.resolve(names)
+            elif names != first:
+                raise RecordError(1, f"its CSV header names other columns than the first input's "
+                                     f"({_names(names)} against {_names(first)})", sources[k].name)
+        if first is None:  # no input had a header: nothing to key
+            framing.columns = [0]
+        self.spec = framing.native_spec()
 
     def run(self, call: Callable[..., dict], sources: List[Source], sinks: Sequence[Any], *args: Any) -> dict:
         try:
-            result = call(self.inputs, self.out_fd, self.dropped_fd, *args)
+            if self.header:  # once to each output, before the pipeline writes to its fd
+                for sink in sinks:
+                    if getattr(sink, "fh", None) is not None:
+                        sink.write(self.header)
+                        sink.flush()
+            inputs = [(fd, prefix, line) for (fd, prefix), line in zip(self.inputs, self.first_lines)]
+            result = call(inputs, self.out_fd, self.dropped_fd, *args, framing=self.spec)
+            if result["status"] == "bad_record":
+                self._raise_bad_record(result, sources)
             for src, stream in self.decompressing:
                 try:
                     stream.check()  # corrupt or truncated data ended the pipe early: an error, not the end
@@ -444,6 +500,31 @@ class _Native:
                 _resync(stream, fd)
             for src in sources:
                 src.close()
+
+
+    def _raise_bad_record(self, d: dict, sources: List[Source]) -> None:
+        """The RecordError of a record the pipeline could not key (the records before it are
+        done: written, and in the filter or store)."""
+        line = int(d["bad_line"])
+        name = sources[int(d["bad_input"])].name if len(sources) > 1 else None
+        if d["bad_why"] == "missing":
+            raise MissingFieldError(line, self.framing.missing_text(), name)
+        raise RecordError(line, d["message"], name)
+
+
+def _plan(sources: List[Source], framing: Any, sink: Any, drop_sink: Any) -> Optional[_Native]:
+    """_Native.plan, closing the sinks when it fails (a CSV header that is not valid, or names no
+    key column)."""
+    try:
+        return _Native.plan(sources, framing, (sink, drop_sink))
+    except BaseException:
+        sink.close()
+        drop_sink.close()
+        raise
+
+
+def _names(names: List[bytes]) -> str:
+    return ", ".join(n.decode("utf-8", "replace") for n in names)
 
 
 # ---- the entry point -------------------------------------------------------------------------------
@@ -643,6 +724,14 @@ def _blocks(sources: List[Source], framing: Any, block: int, max_key: Optional[i
             src.close()
 
 
+def _write_header(block: Any, sink: Any, drop_sink: Any) -> None:
+    """A CSV header (the first input's, on its first block) once to each output."""
+    header = getattr(block, "header", b"")
+    if header:
+        sink.write(header)
+        drop_sink.write(header)
+
+
 def _dedup_filter(sources: List[Source], out: Any, f: Optional[Filter], capacity: Optional[int], fpr: Optional[float],
                   seed: Optional[int], dropped: Any, block: int, threads: Optional[int],
                   report: Callable[[int, int], None], framing: Any) -> DedupResult:
@@ -652,7 +741,7 @@ def _dedup_filter(sources: List[Source], out: Any, f: Optional[Filter], capacity
         f, _, how = sized_filter(sources, block, rate, seed, capacity, bucket_size=vector_bucket_size(rate))
     sink, drop_sink = _as_sink(out), _as_sink(dropped)
     start = time.perf_counter()
-    native = _Native.plan(sources, framing, (sink, drop_sink)) if hasattr(f, "_dedup") else None
+    native = _plan(sources, framing, sink, drop_sink) if hasattr(f, "_dedup") else None
     if native is not None:
         try:
             d = native.run(f._dedup, sources, (sink, drop_sink), block, threads or default_threads(),  # type: ignore[attr-defined]
@@ -673,6 +762,7 @@ def _dedup_filter(sources: List[Source], out: Any, f: Optional[Filter], capacity
     fpr_before = f.expected_fpr
     try:
         for lines, last_input in _blocks(sources, framing, block):
+            _write_header(lines, sink, drop_sink)
             mask, failed_at, exc = lines.insert(f, unique=True)
             if failed_at is not None:
                 # Keep the work done: the lines before the failing one are written, and the
@@ -745,9 +835,12 @@ def _dedup_exact_in_memory(sources: List[Source], out: Any, dropped: Any, block:
     estimate, known, _, mean_key_bytes = estimate_input(sources, block)
     regular = all(src.regular_size() is not None for src in sources)
     sink, drop_sink = _as_sink(out), _as_sink(dropped)
-    native = _Native.plan(sources, framing, (sink, drop_sink))
-    if native is None:
-        return None  # (nothing was read that the store path will not read: plan() only opened)
+    native = _plan(sources, framing, sink, drop_sink)
+    if native is None:  # (nothing was read that the store path will not read: plan() only opened)
+        for own in (sink, drop_sink):  # the sinks opened here (the store path opens its own)
+            if isinstance(own, _Sink):
+                own.close()
+        return None
     starts = _rewindable(native) if regular and not native.decompressing else None
     spill = None
     if starts is None:  # read once: no passes; past the budget, the keys go to a store on this file
@@ -819,7 +912,7 @@ def _dedup_store(sources: List[Source], out: Any, store: Any, dropped: Any, bloc
     start = time.perf_counter()
     ok = False
     try:
-        native = _Native.plan(sources, framing, (sink, drop_sink)) if hasattr(s._s, "_dedup") else None
+        native = _plan(sources, framing, sink, drop_sink) if hasattr(s._s, "_dedup") else None
         if native is not None:
             try:
                 # The anonymous store keeps its entries' hash bits (4 bytes a slot) to grow without
@@ -843,6 +936,7 @@ def _dedup_store(sources: List[Source], out: Any, store: Any, dropped: Any, bloc
                     break
                 except LineTooLong:
                     raise KeyTooLongError(read + 1, max_key) from None
+                _write_header(lines, sink, drop_sink)
                 too_long = np.flatnonzero(lines.klen > max_key)
                 if len(too_long):  # do the lines before it, then stop
                     lines = (lines.head(int(too_long[0])) if isinstance(lines, Records)

@@ -35,11 +35,14 @@ KEEP, NORMAL, DROP = 1, 0, -1  # Records.forced values
 
 class RecordError(ValueError):
     """A record that cannot be keyed (invalid CSV or JSON, or no key field with ``missing="error"``):
-    the records before it are done. ``line`` is the 1-based number of the record's first line."""
+    the records before it are done. ``line`` is the 1-based number of the record's first line in
+    its input, ``source`` the input's name (None: the only input, not named)."""
 
-    def __init__(self, line: int, what: str) -> None:
-        super().__init__(f"line {line:,}: {what}")
+    def __init__(self, line: int, what: str, source: Optional[str] = None) -> None:
+        where = f"input '{source}', line {line:,}" if source is not None else f"line {line:,}"
+        super().__init__(f"{where}: {what}")
         self.line = line
+        self.source = source
 
 
 class MissingFieldError(RecordError):
@@ -53,7 +56,7 @@ class Records:
     dropped (-1: a missing field dropped). ``virtual``: the last record has no line ending (the
     input's last line); ``lines[k]`` is the 1-based line number where record k starts."""
 
-    __slots__ = ("data", "buf", "starts", "ends", "kbuf", "kstarts", "klen", "forced", "virtual", "lines")
+    __slots__ = ("data", "buf", "starts", "ends", "kbuf", "kstarts", "klen", "forced", "virtual", "lines", "header")
 
     def __init__(self, data: bytes, starts: np.ndarray, ends: np.ndarray, kbuf: np.ndarray, kstarts: np.ndarray,
                  klen: np.ndarray, forced: Optional[np.ndarray], virtual: bool, lines: np.ndarray) -> None:
@@ -64,6 +67,7 @@ class Records:
         self.forced = forced
         self.virtual = virtual
         self.lines = lines
+        self.header = b""  # a CSV header written once to each output before these records
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -236,12 +240,19 @@ def separator_byte(sep: Union[str, bytes]) -> int:
 class FieldFraming:
     """Lines keyed by fields N..M separated by one byte (see the module docstring)."""
 
-    native = False
-
     def __init__(self, sep: Union[str, bytes], fields: Union[str, int, Sequence[int]], missing: str = "error") -> None:
         self.sep = separator_byte(sep)
         self.first, self.last = parse_fields(fields)
         self.missing = _check_missing(missing)
+        # The native pipeline frames these records itself (dedup/framing.hpp), and stops at the
+        # first record without its key; keeping or dropping such records is this module's.
+        self.native = self.missing == "error"
+
+    def native_spec(self) -> dict:
+        return {"kind": "fields", "delimiter": self.sep, "first": self.first - 1, "last": self.last - 1}
+
+    def missing_text(self) -> str:
+        return f"no field {self.first} (separator {bytes([self.sep])!r})"
 
     def blocks(self, source: Any, block: int, max_key: Optional[int] = None) -> Iterator[Records]:
         line0 = 1
@@ -290,13 +301,18 @@ def _json_key(value: Any) -> bytes:
 class JsonlFraming:
     """Lines holding one JSON value each, keyed by the JSON text at a dotted path."""
 
-    native = False
-
     def __init__(self, path: str, missing: str = "error") -> None:
         if not isinstance(path, str) or not path or any(p == "" for p in path.split(".")):
             raise ValueError(f"a JSON key is a dotted path of object members (a, a.b.c), not {path!r}")
         self.path = path.split(".")
         self.missing = _check_missing(missing)
+        self.native = False  # (until the native JSON key extraction lands)
+
+    def native_spec(self) -> dict:
+        return {"kind": "jsonl", "path": [p.encode("utf-8", "surrogatepass") for p in self.path]}
+
+    def missing_text(self) -> str:
+        return f"no JSON field {'.'.join(self.path)}"
 
     def _lookup(self, line: bytes, number: int) -> Optional[bytes]:
         if not line.strip():
@@ -361,15 +377,35 @@ class CsvFraming:
     """RFC 4180 CSV records keyed by a column (name from the header, or number from 1). The
     header record is always written and never keyed."""
 
-    native = False
-
     def __init__(self, column: Union[str, int], missing: str = "error", delimiter: str = ",") -> None:
         self.column = column
         self.missing = _check_missing(missing)
         self.delimiter = delimiter
+        self.native = self.missing == "error"
+        self.columns: Optional[List[int]] = None  # resolved from the first header
+        self._first_header: Optional[List[str]] = None  # (the Python path: its column names)
 
-    def _index(self, header: List[str]) -> int:
+    def native_spec(self) -> dict:
+        assert self.columns is not None, "the header resolves the key columns first"
+        return {"kind": "csv", "delimiter": ord(self.delimiter), "quote": ord('"'), "columns": self.columns}
+
+    def missing_text(self) -> str:
+        return f"no CSV column {self.column!r}"
+
+    def resolve(self, names: List[bytes]) -> List[int]:
+        """The 0-based key columns for a header of `names` (bytes, unquoted): the column named
+        ``column``, or several named ``a,b`` (when no column has that whole name), or numbers."""
+        header = [n.decode("utf-8", "surrogateescape") for n in names]
         col = self.column
+        if isinstance(col, str) and col not in header and "," in col:
+            parts: List[Union[str, int]] = [p for p in col.split(",")]
+        else:
+            parts = [col]
+        self.columns = [self._index(header, p) for p in parts]
+        return self.columns
+
+    def _index(self, header: List[str], col: Union[str, int, None] = None) -> int:
+        col = self.column if col is None else col
         if isinstance(col, int) and not isinstance(col, bool) or isinstance(col, str) and col.isdigit():
             n = int(col)
             if n < 1:
@@ -381,8 +417,31 @@ class CsvFraming:
             raise ValueError(f"the CSV header has no column {col!r} (columns: {', '.join(header)})")
         return header.index(col)
 
+    def key_of(self, row: List[str], idxs: List[int]) -> Optional[bytes]:
+        """The key of a parsed record: one column's bytes, or several columns each after its
+        length as a LEB128 varint (as the native framing builds it); None: a column is absent."""
+        if any(i >= len(row) for i in idxs):
+            return None
+        if len(idxs) == 1:
+            return row[idxs[0]].encode("utf-8", "surrogateescape")
+        out = bytearray()
+        for i in idxs:
+            field = row[i].encode("utf-8", "surrogateescape")
+            n = len(field)
+            while True:
+                out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+                n >>= 7
+                if not n:
+                    break
+            out += field
+        return bytes(out)
+
     def blocks(self, source: Any, block: int, max_key: Optional[int] = None) -> Iterator[Records]:
+        """Blocks of one input's records. The first input's header is the ``header`` of the
+        first block (written once to each output); a later input's header is checked against it
+        and written nowhere."""
         import csv  # imported here: start-up of cuckoo dedup
+        import sys
 
         raw_lines = self._physical_lines(source, block)
         consumed: List[bytes] = []
@@ -393,7 +452,8 @@ class CsvFraming:
                 yield line.decode("utf-8", "surrogateescape")
 
         reader = csv.reader(text_lines(), delimiter=self.delimiter, strict=True)
-        index: Optional[int] = None
+        idxs: Optional[List[int]] = None
+        header = b""
         parts: List[bytes] = []
         keys: List[bytes] = []
         forced: List[int] = []
@@ -401,28 +461,53 @@ class CsvFraming:
         size = 0
         line = 1
         last_virtual = False
+
+        def flush(virtual: bool) -> Records:
+            nonlocal header
+            rec = self._records(parts, keys, forced, lines, virtual)
+            rec.header, header = header, b""
+            return rec
+
         while True:
+            # No limit on a field's size (the module's default is 128 KiB): lifted for this
+            # read only, since the limit is the whole process's.
+            limit = csv.field_size_limit(sys.maxsize)
             try:
                 row = next(reader)
             except StopIteration:
                 break
             except csv.Error as exc:
+                if parts or header:
+                    yield flush(False)
                 raise RecordError(line, f"not valid CSV ({exc})") from None
+            finally:
+                csv.field_size_limit(limit)
             record = b"".join(consumed)
             consumed.clear()
             last_virtual = not record.endswith(b"\n")
             number = line
             line = reader.line_num + 1
-            if index is None:  # the header
-                index = self._index(row)
-                key, force = b"", KEEP
-            elif index < len(row):
-                key, force = row[index].encode("utf-8", "surrogateescape"), NORMAL
-            elif self.missing == "error":
-                if parts:
-                    yield self._records(parts, keys, forced, lines, False)
-                raise MissingFieldError(number, f"no CSV column {self.column!r} (the record has {len(row)} fields)")
-            else:
+            if idxs is None:  # the header
+                names = list(row)
+                if names and names[0].startswith("\ufeff"):
+                    names[0] = names[0][1:]
+                if self._first_header is None:
+                    self._first_header = names
+                    self.resolve([n.encode("utf-8", "surrogateescape") for n in names])
+                    header = record if record.endswith(b"\n") else record + b"\n"
+                elif names != self._first_header:
+                    raise RecordError(1, f"its CSV header names other columns than the first input's "
+                                         f"({', '.join(names)} against {', '.join(self._first_header)})")
+                assert self.columns is not None
+                idxs = self.columns
+                continue
+            key = self.key_of(row, idxs)
+            force = NORMAL
+            if key is None:
+                if self.missing == "error":
+                    if parts or header:
+                        yield flush(False)
+                    raise MissingFieldError(number, f"no CSV column {self.column!r} (the record has {len(row)} fields)")
                 key, force = b"", KEEP if self.missing == "keep" else DROP
             parts.append(record)
             keys.append(key)
@@ -430,12 +515,12 @@ class CsvFraming:
             lines.append(number)
             size += len(record)
             if size >= block:
-                yield self._records(parts, keys, forced, lines, False)
+                yield flush(False)
                 parts, keys, forced, lines, size = [], [], [], [], 0
         if consumed:  # pragma: no cover - csv raises on an unterminated quote (strict)
             raise RecordError(line, "not valid CSV (unexpected end of data)")
-        if parts:
-            yield self._records(parts, keys, forced, lines, last_virtual)
+        if parts or header:
+            yield flush(last_virtual)
 
     @staticmethod
     def _physical_lines(source: Any, block: int) -> Iterator[bytes]:

@@ -39,6 +39,7 @@
 #include <thread>
 #include <vector>
 
+#include "cuckoo/dedup/framing.hpp"
 #include "cuckoo/fault.hpp"
 #include "cuckoo/hash_block.hpp"
 
@@ -71,12 +72,16 @@ struct Options {
     // With producers: blocks of about this many lines (0: `block` bytes each), sized from the
     // first block's mean line, between kMinAdaptiveBlock and `block` bytes.
     size_t lines_per_block = 0;
+    // How blocks become records and keys (dedup/framing.hpp): whole lines unless told otherwise.
+    Framing framing;
 };
 
 // The smallest block lines_per_block sizes (unless `block` is smaller).
 constexpr size_t kMinAdaptiveBlock = size_t(256) << 10;
 
-enum class Status { done, full, key_too_long };
+// bad_record: a record that cannot be keyed (not valid CSV or JSON, or without its key field)
+// ended the run after the records before it (Result::bad_*).
+enum class Status { done, full, key_too_long, bad_record };
 
 struct Result {
     uint64_t lines = 0;  // lines applied (read and decided)
@@ -84,6 +89,12 @@ struct Result {
     uint64_t bytes = 0;  // input bytes of those lines (a virtual '\n' not counted)
     double expected_false = 0.0;  // filter: sum over blocks of kept x mean expected FPR
     Status status = Status::done;
+    // Status::bad_record: which input, the line its record starts on (counted as Input::first_line
+    // says), whether it was invalid or missing its key, and the framing's message.
+    size_t bad_input = 0;
+    uint64_t bad_line = 0;
+    KeyStatus bad_why = KeyStatus::found;
+    std::string message;
 };
 
 struct Input {
@@ -93,6 +104,9 @@ struct Input {
     // first one read, so that lines appended to a file during the run (a log being written) are
     // left out of every pass alike, not read by the later ones only.
     uint64_t limit = ~uint64_t(0);
+    // The line number of the first byte the pipeline reads from it (after a CSV header the caller
+    // read: 1 + the header's lines), for the line numbers of bad records.
+    uint64_t first_line = 1;
 };
 
 // Every allocation of the pipeline's buffers calls fault::before_allocation() first (the test
@@ -125,6 +139,8 @@ struct Block {
     bool virtual_nl = false;   // its last '\n' was added
     bool last_input = false;   // a block of the last input
     bool too_long = false;     // the line after this block's lines has a key longer than max_key
+    bool bad = false;          // the record after this block's records cannot be keyed (stop)
+    size_t input = 0;          // the input it was read from (a block never spans two)
     bool end = false;          // no more input
     std::exception_ptr error;  // what reading it threw
     std::unique_ptr<uint64_t[]> line_end;  // one past each line's '\n' (line_count of them)
@@ -144,6 +160,15 @@ struct Block {
     // (where the inserts are the slower side) unchanged.
     static constexpr size_t kHashBatch = 1024;
     size_t hash_batches = 0;
+    // Keyed records (Options::framing other than lines): each record's key (dedup/framing.hpp),
+    // the keys that had to be rewritten, why the block stopped early, and its '\n' bytes (a CSV
+    // record may hold several), for line numbers.
+    bool keyed = false;
+    std::unique_ptr<KeyRef[]> key_refs;
+    size_t key_cap = 0;
+    KeyScratch scratch;
+    FrameStop stop;
+    uint64_t newlines = 0;
     std::atomic<size_t> hash_claimed{0};        // batches handed out (may pass hash_batches)
     std::atomic<bool> producer_hashing{false};  // the producer may still hash (or claim) a batch
     size_t lines() const noexcept { return line_count; }
@@ -161,8 +186,13 @@ struct Block {
         for (; j < to; ++j) n += k[j];
         return n;
     }
-    // Line j's key: the line without its '\n' and one '\r' before it.
+    // Line j's key: the line without its '\n' and one '\r' before it; a keyed record's, its
+    // framing's key.
     KeySpan key(size_t j) const noexcept {
+        if (keyed) {
+            const KeyRef r = key_refs[j];
+            return KeySpan{reinterpret_cast<const unsigned char*>(scratch.keys.data()) + r.off, static_cast<size_t>(r.len)};
+        }
         const size_t start = j ? line_end[j - 1] : 0, end = line_end[j] - 1;
         const unsigned char* p = data.p.get();
         return KeySpan{p + start, end - start - (end > start && p[end - 1] == '\r')};
@@ -231,10 +261,24 @@ inline size_t newline_ends(const unsigned char* p, size_t n, uint64_t* ends) noe
     return count;
 }
 
+// Sizes a split block's per-line arrays (hashes, keep flags) for n lines, and its hash batches.
+inline void size_line_arrays(Block& b, size_t n) {
+    if (n > b.hashes.capacity()) fault::before_allocation();
+    b.hashes.resize(n);
+    if (b.keep_cap < n) {
+        fault::before_allocation();
+        b.keep.reset(new bool[n]);
+        b.keep_cap = n;
+    }
+    b.hash_batches = (n + Block::kHashBatch - 1) / Block::kHashBatch;
+    b.hash_claimed.store(0, std::memory_order_relaxed);
+}
+
 // Splits the block's lines (line_end) and sizes its per-line arrays; marks too_long (and cuts the
 // block before it) at the first key longer than max_key. The keys are hashed after, by
 // hash_unclaimed (possibly two threads at once, each claiming batches: Block::hash_claimed).
 inline void split_lines(Block& b, uint64_t max_key) {
+    b.keyed = false;
     b.line_count = 0;
     b.hash_batches = 0;
     const unsigned char* p = b.data.p.get();
@@ -265,16 +309,70 @@ inline void split_lines(Block& b, uint64_t max_key) {
         }
     }
     b.line_count = n;
-    if (n > b.hashes.capacity()) fault::before_allocation();
-    b.hashes.resize(n);
-    if (b.keep_cap < n) {
-        fault::before_allocation();
-        b.keep.reset(new bool[n]);
-        b.keep_cap = n;
-    }
-    b.hash_batches = (n + Block::kHashBatch - 1) / Block::kHashBatch;
-    b.hash_claimed.store(0, std::memory_order_relaxed);
+    b.newlines = n;
+    size_line_arrays(b, n);
 }
+
+// '\n' bytes in p[0, n).
+inline uint64_t count_newlines(const unsigned char* p, size_t n) noexcept {
+    uint64_t count = 0;
+    for_each_newline_portable(p, 0, n, [&](size_t) {
+        ++count;
+        return true;
+    });
+    return count;
+}
+
+// Splits a block of keyed records (Options::framing other than lines): their ends (for CSV, the
+// '\n's outside quotes), then each record's key (frame_records). A record that cannot be keyed,
+// or whose key is longer than max_key, cuts the block before it (b.bad, b.stop / b.too_long):
+// the run stops after the records before it.
+inline void split_records(Block& b, const Framing& f, uint64_t max_key) {
+    b.line_count = 0;
+    b.hash_batches = 0;
+    b.keyed = true;
+    b.stop = FrameStop{};
+    const unsigned char* p = b.data.p.get();
+    if (b.line_cap < b.used + kNewlineSlack) {
+        const size_t cap = b.used + b.used / 8 + kNewlineSlack;
+        fault::before_allocation();
+        b.line_end.reset(new uint64_t[cap]);
+        b.line_cap = cap;
+    }
+    size_t n = f.quoted() ? csv_record_ends(p, b.used, f.fields.quote, b.line_end.get())
+                          : newline_ends(p, b.used, b.line_end.get());
+    // A CSV block ends at a record end, except at the end of the input inside an open quote.
+    const bool unclosed = n == 0 ? b.used > 0 : b.line_end[n - 1] != b.used;
+    if (b.key_cap < n + 1) {
+        const size_t cap = n + n / 8 + 1;
+        fault::before_allocation();
+        b.key_refs.reset(new KeyRef[cap]);
+        b.key_cap = cap;
+    }
+    size_t good = frame_records(f, p, b.line_end.get(), n, b.key_refs.get(), b.scratch, b.stop);
+    if (!b.stop.stopped && unclosed) {
+        b.stop = FrameStop{true, KeyStatus::invalid, n, "not valid CSV: a quoted field is not closed at the end of the input"};
+    }
+    if (max_key != ~uint64_t(0)) {
+        for (size_t j = 0; j < good; ++j) {
+            if (b.key_refs[j].len > max_key) {
+                good = j;
+                b.too_long = true;
+                b.stop = FrameStop{};
+                break;
+            }
+        }
+    }
+    if (b.stop.stopped) b.bad = true;
+    if (good < n || unclosed) {  // (the records after the cut, and a virtual '\n' with them, are not this block's)
+        b.used = good ? static_cast<size_t>(b.line_end[good - 1]) : 0;
+        b.virtual_nl = false;
+    }
+    b.line_count = good;
+    b.newlines = f.quoted() ? count_newlines(p, b.used) : good;
+    size_line_arrays(b, good);
+}
+
 
 // Hashes the keys of lines [first, first + count) of a split block into b.hashes.
 inline void hash_lines(Block& b, const KeyHasher& hasher, size_t first, size_t count) noexcept {
@@ -291,7 +389,11 @@ inline void hash_lines(Block& b, const KeyHasher& hasher, size_t first, size_t c
             len[j] = static_cast<uint32_t>(k.len);
         }
         if (short_keys) {
-            hash_bytes_block(hasher, ptr, len, m, p + b.data.size, b.hashes.data() + at);
+            // (The keys' buffer: the block's bytes, or its key buffer for keyed records.)
+            const unsigned char* const readable_end =
+                b.keyed ? reinterpret_cast<const unsigned char*>(b.scratch.keys.data()) + b.scratch.keys.size()
+                        : p + b.data.size;
+            hash_bytes_block(hasher, ptr, len, m, readable_end, b.hashes.data() + at);
         } else {
             for (unsigned j = 0; j < m; ++j) b.hashes[at + j] = hasher.hash_key(ptr[j], b.key(at + j).len);
         }
@@ -306,9 +408,17 @@ inline void hash_unclaimed(Block& b, const KeyHasher& hasher) noexcept {
     }
 }
 
-// Splits the block's lines and hashes their keys (one thread).
-inline void split_and_hash(Block& b, const KeyHasher& hasher, uint64_t max_key) {
-    split_lines(b, max_key);
+// Splits the block's lines, or its records when the framing is keyed (the hashing follows).
+inline void split_block(Block& b, const Options& opt) {
+    if (opt.framing.keyed())
+        split_records(b, opt.framing, opt.max_key);
+    else
+        split_lines(b, opt.max_key);
+}
+
+// Splits the block's lines or records and hashes their keys (one thread).
+inline void split_and_hash(Block& b, const KeyHasher& hasher, const Options& opt) {
+    split_block(b, opt);
     hash_unclaimed(b, hasher);
 }
 

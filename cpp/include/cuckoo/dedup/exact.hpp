@@ -484,6 +484,10 @@ inline Result with_key_set(const std::vector<Input>& inputs, const std::vector<i
             total.lines = r.lines;
             total.bytes = r.bytes;
             total.status = r.status;
+            total.bad_input = r.bad_input;
+            total.bad_line = r.bad_line;
+            total.bad_why = r.bad_why;
+            total.message = r.message;
             first_keys_digest = keys_digest;
             for (size_t i = 0; i < pass_inputs.size(); ++i) pass_inputs[i].limit = p.bytes_read_from_fds()[i];
         }
@@ -501,7 +505,10 @@ inline Result with_key_set(const std::vector<Input>& inputs, const std::vector<i
         }
         done_width += static_cast<double>(range.hi - range.lo) + 1.0;
         first = false;
-        if (r.status != Status::done) break;  // (a key too long: no later pass reads past it)
+        // A key too long for the store (input read once: one pass) ends the run. A record that
+        // cannot be keyed stops every pass at the same record, so the ranges set aside still
+        // decide (and write) the records before it.
+        if (r.status == Status::key_too_long) break;
     }
     for (const Lane& l : lane) run.grows += l.set->grows();
     if (info) *info = run;

@@ -46,6 +46,8 @@ public:
         warm();
         Result r;
         last_tick_ = std::chrono::steady_clock::now();
+        size_t line_input = SIZE_MAX;  // the input of the last block applied
+        uint64_t next_line = 0;        // the line its next record starts on
         for (uint64_t seq = 0;; ++seq) {
             std::unique_ptr<Block> b = producers ? next_ready(seq, r) : produce_inline(r);
             if (b->error) std::rethrow_exception(b->error);
@@ -55,11 +57,23 @@ public:
             r.lines += k;
             if (b->write_from < k) r.kept += b->kept_in(b->write_from, std::min(b->write_to, k));
             r.bytes += k == n ? b->used - (b->virtual_nl ? 1 : 0) : (k ? b->line_end[k - 1] : 0);
-            const bool stop_after = k < n || b->too_long;
-            if (k < n)
+            const bool stop_after = k < n || b->too_long || b->bad;
+            if (b->input != line_input) {
+                line_input = b->input;
+                next_line = inputs_[line_input].first_line;
+            }
+            if (k < n) {
                 r.status = Status::full;
-            else if (b->too_long)
+            } else if (b->too_long) {
                 r.status = Status::key_too_long;
+            } else if (b->bad) {
+                r.status = Status::bad_record;
+                r.bad_input = b->input;
+                r.bad_line = next_line + b->newlines;
+                r.bad_why = b->stop.why;
+                r.message = b->stop.message;
+            }
+            next_line += b->newlines;
             if (has_writer_) {
                 hand_to_writer(std::move(b), k, r);
             } else {
@@ -108,7 +122,7 @@ private:
     template <class Wait, class GiveWay>
     bool read_block(Block& b, Wait&& wait, GiveWay&& give_way) {
         b.used = 0;
-        b.virtual_nl = b.too_long = b.end = false;
+        b.virtual_nl = b.too_long = b.bad = b.end = false;
         b.error = nullptr;
         b.write_from = 0;
         b.write_to = SIZE_MAX;
@@ -129,13 +143,16 @@ private:
             const size_t sized = block_target_.load(std::memory_order_relaxed);
             size_t target = std::max(sized ? sized : opt_.block, d.size + 1);
             bool eof = false;
-            size_t searched = 0;  // bytes of d known to hold no '\n'
-            // The whole lines of d make the block; the rest waits in carry_.
-            const auto take_lines_to = [&](size_t last) {
-                const size_t used = last + 1;
+            // Where the records of d end so far (lines: at the last '\n'; CSV: at the last '\n'
+            // outside quotes), scanned once over the bytes as they come.
+            CsvCut cut;
+            const auto record_end = [&] { return record_end_before(opt_.framing, d.p.get(), d.size, cut); };
+            // The whole records of d make the block; the rest waits in carry_.
+            const auto take_records_to = [&](size_t used) {
                 carry_.append(d.p.get() + used, d.size - used);
                 d.size = used;
                 b.used = used;
+                b.input = src_;
                 b.last_input = src_ + 1 == inputs_.size();
             };
             while (true) {
@@ -154,12 +171,10 @@ private:
                     if (got != kIdle && static_cast<size_t>(got) == asked) continue;
                     // The input ran dry for now.
                     if (std::chrono::steady_clock::now() - began >= opt_.tick_every) {
-                        const size_t last = last_newline(d.p.get(), searched, d.size);
-                        if (last != SIZE_MAX) {
-                            take_lines_to(last);
+                        if (const size_t used = record_end()) {
+                            take_records_to(used);
                             return true;
                         }
-                        searched = d.size;
                     }
                     if (give_way()) {
                         carry_.append(d.p.get(), d.size);  // (carry_ was emptied into d above)
@@ -168,15 +183,14 @@ private:
                     }
                 }
                 if (eof) break;
-                const size_t last = last_newline(d.p.get(), searched, d.size);
-                if (last != SIZE_MAX) {
-                    take_lines_to(last);
+                if (const size_t used = record_end()) {
+                    take_records_to(used);
                     return true;
                 }
                 // A line longer than the block: read on until its end (refused early when its
-                // key already passes max_key: +1 for a '\r' that would not be part of it).
-                searched = d.size;
-                if (d.size > opt_.max_key + 1 && opt_.max_key != ~uint64_t(0)) {
+                // key already passes max_key: +1 for a '\r' that would not be part of it; a
+                // keyed record's key is only part of it, known once it is whole).
+                if (!opt_.framing.keyed() && d.size > opt_.max_key + 1 && opt_.max_key != ~uint64_t(0)) {
                     b.too_long = true;
                     b.used = 0;
                     return true;
@@ -184,6 +198,7 @@ private:
                 target = d.size + opt_.block;
             }
             // End of this input: its last line may lack its '\n'.
+            b.input = src_;
             b.last_input = src_ + 1 == inputs_.size();
             ++src_;
             prefix_taken_ = false;
@@ -247,7 +262,7 @@ private:
     std::unique_ptr<Block> produce_inline(const Result& r) {
         std::unique_ptr<Block> b = take_free();
         read_block(*b, [&] { maybe_tick(r); }, [] { return false; });
-        if (!b->end) split_and_hash(*b, hasher_, opt_.max_key);
+        if (!b->end) split_and_hash(*b, hasher_, opt_);
         return b;
     }
 
@@ -414,8 +429,12 @@ private:
             bool split = false;
             if (!b->end && !b->error) {
                 try {
-                    split_lines(*b, opt_.max_key);
+                    split_block(*b, opt_);
                     size_blocks_from(*b);
+                    if (b->bad || b->too_long) {  // nothing after it is applied: read no further
+                        std::lock_guard<std::mutex> rg(read_mutex_);
+                        input_done_ = true;
+                    }
                     split = true;
                 } catch (...) {
                     b->error = std::current_exception();
