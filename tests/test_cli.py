@@ -166,7 +166,10 @@ def test_dedup_stdin_to_stdout():
     assert proc.stdout == b"b\na\nc\n"
     err = proc.stderr.decode()
     assert "5 lines read, 3 written, 2 dropped" in err
-    assert "expected unique lines wrongly dropped" in err
+    assert "exact: no line wrongly dropped" in err  # exact by default
+    proc = run("dedup", "--approx", input=data, check=0)
+    assert proc.stdout == b"b\na\nc\n"
+    assert "expected unique lines wrongly dropped" in proc.stderr.decode()
 
 
 def test_dedup_dash_is_stdin_and_quiet_is_quiet():
@@ -440,7 +443,7 @@ def test_file_input_is_sized_by_its_distinct_lines(tmp_path, monkeypatch):
     # mostly distinct lines: sized by the line count, as before
     distinct = b"".join(b"line %d\n" % i for i in range(200_000))
     src.write_bytes(distinct)
-    assert cli.main(["dedup", "-q", str(src), "-o", str(tmp_path / "out")]) == 0
+    assert cli.main(["dedup", "-q", "--approx", str(src), "-o", str(tmp_path / "out")]) == 0
     assert 150_000 <= made[-1] <= 300_000, made
 
 
@@ -892,7 +895,7 @@ def test_automatic_filter(monkeypatch, tmp_path, supports_growable, from_stdin):
     src = tmp_path / "in.txt"
     src.write_bytes(data)
     out = tmp_path / "out.txt"
-    args = ["dedup", "-q", "--block-size", "1000", "-o", str(out)]
+    args = ["dedup", "-q", "--approx", "--block-size", "1000", "-o", str(out)]
     if from_stdin:
         import io
 

@@ -149,7 +149,10 @@ def test_a_key_longer_than_a_store_key_stops_after_the_lines_before(monkeypatch)
     (dict(exact=True, filter=cuckoo.Filter(10)), ValueError),
     (dict(threads=0), ValueError),
     (dict(block_size=0), ValueError),
-    (dict(memory=1 << 20), ValueError),  # memory= is for exact=True
+    (dict(exact=False, memory=1 << 20), ValueError),  # memory= is for the exact path
+    (dict(fpr=1e-4, memory=1 << 20), ValueError),  # (fpr= asks for the filter)
+    (dict(exact=1), TypeError),
+    (dict(store="s.ckv", exact=False), ValueError),
     (dict(exact=True, memory=4095), ValueError),
     (dict(exact=True, memory=True), ValueError),
     (dict(exact=True, memory=2.5e6), ValueError),
@@ -287,7 +290,7 @@ def test_exact_memory_from_the_command_line(tmp_path):
     default = run("--exact")
     assert default.returncode == 0 and default.stdout == want
     assert b"of 128.0 MiB (the default --memory), 1 pass" in default.stderr, default.stderr
-    for args in (["--exact", "--memory", "1000"], ["--exact", "--memory", "lots"], ["--memory", "1M"]):
+    for args in (["--exact", "--memory", "1000"], ["--exact", "--memory", "lots"], ["--approx", "--memory", "1M"]):
         p = run(*args)
         assert p.returncode == 1 and p.stdout == b"", p.stderr
         assert b"memory" in p.stderr.strip().splitlines()[-1]  # (argparse's usage lines come first)

@@ -639,4 +639,4 @@ def cli_module():
 
 
 def test_the_write_error_exit_code_is_documented():
-    assert "4 the output cannot be written" in cli_module().EXIT_HELP
+    assert "  4  an output that cannot be written" in cli_module().EXIT_HELP

@@ -530,7 +530,8 @@ def _names(names: List[bytes]) -> str:
 # ---- the entry point -------------------------------------------------------------------------------
 
 
-def dedup(source: Any, out: Any = None, *, exact: bool = False, store: Any = None, filter: Optional[Filter] = None,
+def dedup(source: Any, out: Any = None, *, exact: Optional[bool] = None, store: Any = None,
+          filter: Optional[Filter] = None,
           capacity: Optional[int] = None, fpr: Optional[float] = None, seed: Optional[int] = None,
           threads: Optional[int] = None, dropped: Any = None, block_size: Optional[int] = None,
           progress: Union[bool, Callable[[int, int], None]] = False, framing: Optional[Any] = None,
@@ -548,7 +549,9 @@ def dedup(source: Any, out: Any = None, *, exact: bool = False, store: Any = Non
         A path (created or truncated), a binary file object (written, flushed, not closed), or
         None: nothing is written (the counts only).
     exact
-        Compare every repeat with the line itself: no line is ever dropped by mistake. Regular
+        The default (None: exact unless `filter`, `capacity`, `fpr` or `seed` asks for the filter;
+        ``exact=False`` asks for it too). Compare every repeat with the line itself: no line is
+        ever dropped by mistake, as with awk, ``sort -u``, DuckDB or pandas. Regular
         files (one or several, uncompressed) keep their distinct lines in memory, within `memory`
         bytes: when they do not fit, the hash space is split in ranges, and each range set aside
         costs one more pass over the input (the output is still written in input order, each line
@@ -556,9 +559,10 @@ def dedup(source: Any, out: Any = None, *, exact: bool = False, store: Any = Non
         ahead that they need more than `memory`, the ranges are planned before the first pass.
         Other inputs (stdin from a pipe, compressed data, streams) keep them in an anonymous store
         (a temporary log, removed at the end).
-        Without it (and without `store`), a cuckoo filter remembers the lines: much less memory,
-        and a new line is dropped by mistake with probability about the filter's expected FPR
-        (reported as ``expected_false_drops``).
+        With ``exact=False``, a cuckoo filter remembers the lines: much less memory (about 2 bytes
+        a distinct line against 12 or more), a filter that can be saved and shipped, and a new
+        line dropped by mistake with probability about the filter's expected FPR (reported as
+        ``expected_false_drops``).
     store
         A :class:`cuckoo.Store` or the path of one (created if absent): exact dedup against it.
         Lines already in it count as seen; each block's new lines are added to it only after
@@ -638,6 +642,13 @@ def dedup(source: Any, out: Any = None, *, exact: bool = False, store: Any = Non
     ``b"a"``); lines are written back exactly as read; a last line without ``\\n`` gets one only
     when more input follows it.
     """
+    if exact is not None and not isinstance(exact, bool):
+        raise TypeError(f"cuckoo.dedup: exact must be True, False or None, not {type(exact).__name__}")
+    filter_asked = filter is not None or capacity is not None or fpr is not None or seed is not None
+    if exact is None:  # exact unless an option only the filter has asks for it
+        exact = store is not None or not filter_asked
+    if store is not None and exact is False:
+        raise ValueError("cuckoo.dedup: store= is exact dedup; exact=False asks for the filter")
     if exact and filter is not None or store is not None and filter is not None:
         raise ValueError("cuckoo.dedup: filter= is for the filter path; exact=True/store= keep every key exactly")
     if (exact or store is not None) and (capacity is not None or fpr is not None or seed is not None):

@@ -87,7 +87,11 @@ def _auto_filter(args: argparse.Namespace, sources: List[Source], fpr: float,
                  bucket_size: int = 4) -> Tuple[Filter, bool, str]:
     """The filter for dedup/build: loaded, fixed (--capacity) or automatic (growable, sized by an
     estimate of the distinct lines). New filters get --seed, else a secret random seed."""
-    if getattr(args, "filter", None):
+    first_day = (getattr(args, "filter", None) and getattr(args, "save", None) and not os.path.exists(args.filter)
+                 and os.path.abspath(args.filter) == os.path.abspath(args.save))
+    if first_day:  # --filter F --save F before F exists (the first day of a daily dedup): a new filter
+        _note(args, f"cuckoo dedup: {args.filter} does not exist yet: starting from an empty filter, saved there")
+    elif getattr(args, "filter", None):
         f = load_filter(args.filter, writable=True)
         # The README's resume after exit 3 (--save, then --filter) loads a full fixed filter: it
         # grows from there, like a filter this command sizes itself (no --capacity).
@@ -103,12 +107,27 @@ def _on_stdin(sources: List[Source]) -> bool:
     return any(s.is_stdin or s.regular_size() is None for s in sources)
 
 
+def approximate(args: argparse.Namespace) -> bool:
+    """Whether dedup uses the filter: when asked (--approx, or an option only the filter has);
+    exact otherwise. Refuses --exact or --store with the filter's options."""
+    asked = [opt for opt, given in (("--approx", args.approx), ("--fpr", args.fpr is not None),
+                                    ("--capacity", args.capacity is not None), ("--filter", args.filter),
+                                    ("--save", args.save), ("--seed", args.seed is not None)) if given]
+    exact = [opt for opt, given in (("--exact", args.exact), ("--store", args.store),
+                                    ("--memory", args.memory is not None)) if given]
+    if asked and exact:
+        raise CliError(f"cuckoo dedup: {asked[0]} is for the filter (approximate); {exact[0]} is exact dedup: "
+                       f"give one or the other", EXIT_USAGE)
+    return bool(asked)
+
+
 def cmd_dedup(args: argparse.Namespace) -> int:
+    args.exact = not approximate(args)
     if columnar_input(args):
         return cmd_dedup_columnar(args)
-    if args.memory is not None and (not args.exact or args.store):
-        raise CliError("cuckoo dedup: --memory is for --exact (its in-memory key set)", EXIT_USAGE)
-    if args.exact or args.store:
+    if args.memory is not None and args.store:
+        raise CliError("cuckoo dedup: --memory is for the in-memory key set, not --store", EXIT_USAGE)
+    if args.exact:
         return cmd_dedup_exact(args)
     sources = sources_of(args.files)
     framing = framing_from_args(args)
@@ -149,7 +168,7 @@ def cmd_dedup(args: argparse.Namespace) -> int:
         raise failure
     _note(args, f"cuckoo dedup: {r.lines_read:,} lines read, {r.lines_kept:,} written, {r.lines_dropped:,} dropped "
                 f"in {r.seconds:.2f} s ({_si(r.lines_read / max(r.seconds, 1e-9))} lines/s)")
-    _note(args, f"cuckoo dedup: expected unique lines wrongly dropped: {_small(r.expected_false_drops)} "
+    _note(args, f"cuckoo dedup: approximate: expected unique lines wrongly dropped: {_small(r.expected_false_drops)} "
                 f"(filter: {how}, {len(f):,} keys, {_bytes(f.nbytes)}, {f.fingerprint_bits}-bit fingerprints, "
                 f"FPR now {f.expected_fpr:.2g})" + (f"; saved to {args.save}" if args.save else ""))
     return EXIT_OK

@@ -11,6 +11,8 @@ from typing import Any, NoReturn, Optional, Sequence
 import cuckoo
 from cuckoo import theory
 
+from cuckoo._dedup.errors import EXIT_CODES
+
 from .common import BUILD_FPR, CliError, DEDUP_FPR, DEFAULT_BLOCK, EXIT_USAGE, EXIT_WRITE
 from .demo import cmd_demo
 from cuckoo._dedup.estimate import GROWABLE_START
@@ -102,19 +104,22 @@ without one \\r before it (so "a\\r\\n" and "a\\n" are the same key, the one b"a
 Lines are written back exactly as read; a last line without \\n is a line (it gets a \\n only
 when more input follows it); empty lines are keys too. FILE '-' or no FILE reads stdin."""
 
-EXIT_HELP = """\
-exit codes: 0 ok, 1 usage error or unreadable input, 2 a filter file that cannot be read or
-written, 3 the filter is full (fixed --capacity too small), 4 the output cannot be written
-(e.g. no space left on the device)."""
+EXIT_HELP = "exit codes (the same for every command, and for cuckoo.dedup's errors):\n" + "\n".join(
+    f"  {code}  {text}" for code, text in EXIT_CODES)
 
 # The default dedup filter's fingerprint width, from the core's sizing rule (cuckoo.theory).
 _DEDUP_BITS = theory.fingerprint_bits(DEDUP_FPR)
 
 DEDUP_EPILOG = f"""\
-Writes each line the first time it is seen, in input order. A cuckoo filter remembers the keys
-as short fingerprints ({_DEDUP_BITS} bits at the default --fpr, about {_DEDUP_BITS / theory.design_load(4):.0f} bits per line of capacity),
-so memory stays small however long the lines are; the price is that a new line whose
-fingerprint collides with a stored one is dropped by mistake.
+Writes each line the first time it is seen, in input order. Exact by default: every repeat is
+compared with the line itself, as awk '!seen[$0]++', sort -u, DuckDB and pandas do, so no line
+is ever dropped by mistake.
+
+approximate (--approx, or any of --fpr, --capacity, --filter, --save, --seed): a cuckoo filter
+remembers the keys as short fingerprints ({_DEDUP_BITS} bits at the default --fpr, about
+{_DEDUP_BITS / theory.design_load(4):.0f} bits per line of capacity), so memory stays small however long the lines are, and
+the filter can be saved and shipped; the price is that a new line whose fingerprint collides
+with a stored one is dropped by mistake (reported at the end as the expected number).
 
 progress (lines, lines/s) is shown on stderr when stderr is a terminal; --progress forces it,
 --quiet turns it and the final report off.
@@ -140,8 +145,9 @@ The figure sums, per block, (lines kept) x (mean of expected_fpr before and afte
 
 examples:
   cuckoo dedup big.txt -o unique.txt
-  zcat logs/*.gz | cuckoo dedup --capacity 200000000 | wc -l
-  cuckoo dedup today.txt --filter seen.cuckoo --save seen.cuckoo > new.txt"""
+  cuckoo dedup --csv -k event_id events.csv -o unique.csv
+  zcat logs/*.gz | cuckoo dedup --approx --capacity 200000000 | wc -l
+  cuckoo dedup today.txt --filter seen.cuckoo --save seen.cuckoo > new.txt   (day one too)"""
 
 
 def _add_input_options(p: argparse.ArgumentParser, progress: bool = True) -> None:
@@ -276,10 +282,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="start from a saved filter: lines already in it count as seen (dedup against yesterday); "
                         "it grows when it fills")
     p.add_argument("--exact", action="store_true",
-                   help="never drop a new line: compare every repeat with the line itself. Regular files: "
-                        "the distinct lines are kept in memory, at most --memory of them; more take one "
-                        "more pass over the input per half of them set aside. Pipes and compressed input: "
-                        "kept in an anonymous temporary file (memory ~10 bytes per distinct line)")
+                   help="the default: never drop a new line: compare every repeat with the line itself. "
+                        "Regular files: the distinct lines are kept in memory, at most --memory of them; "
+                        "more take one more pass over the input per half of them set aside. Pipes and "
+                        "compressed input: past --memory, kept in an anonymous temporary file (memory ~12 "
+                        "bytes per distinct line)")
+    p.add_argument("--approx", action="store_true",
+                   help="approximate: remember the lines in a cuckoo filter (about 2 bytes a distinct line "
+                        "at the default --fpr, against 12 or more for --exact); a new line is dropped by "
+                        "mistake with probability at most --fpr. Implied by --fpr, --capacity, --filter, "
+                        "--save and --seed")
     p.add_argument("--memory", type=_memory_size, metavar="SIZE",
                    help="with --exact: memory for the distinct lines and their index (K, M, G suffixes; "
                         "default: for files, a quarter of their size, at least 128M, at most the default for "
