@@ -1,5 +1,5 @@
-"""End-to-end dedup of text files: `cuckoo dedup` (filter, 1 and N threads) and `cuckoo dedup
---exact` (an in-memory key set) against DuckDB's ordered DISTINCT and Polars' `unique(maintain_order=True)` in
+"""End-to-end dedup of text files: `cuckoo dedup --approx` (filter, 1 and N threads) and `cuckoo
+dedup --exact` (an in-memory key set, the default) against DuckDB's ordered DISTINCT and Polars' `unique(maintain_order=True)` in
 the same run (issue 28's inputs and targets); awk '!seen[$0]++' gives the reference output.
 
     pip install duckdb polars          # the peers (skipped, with a note, when missing)
@@ -278,9 +278,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                     ref = fh.read()
                 print(f"  awk '!seen[$0]++' (reference, once): {wall:.2f} s, {rss:.0f} MiB, "
                       f"{ref.count(NL):,} distinct lines")
-            tools = [("filter, 1 thread", cuckoo_command() + ["dedup", "--threads", "1", path], "f1.out"),
-                     (f"filter, {threads} threads", cuckoo_command() + ["dedup", "--threads", str(threads), path],
-                      "fn.out"),
+            tools = [("filter, 1 thread", cuckoo_command() + ["dedup", "--approx", "--threads", "1", path], "f1.out"),
+                     (f"filter, {threads} threads", cuckoo_command() + ["dedup", "--approx", "--threads", str(threads),
+                                                                         path], "fn.out"),
                      ("exact", cuckoo_command() + ["dedup", "--exact", "--threads", str(threads), path], "exact.out"),
                      ("exact --memory 1G", cuckoo_command() + ["dedup", "--exact", "--memory", "1G", "--threads",
                                                                 str(threads), path], "exact1g.out"),
