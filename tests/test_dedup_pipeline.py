@@ -361,7 +361,9 @@ def test_stdin_read_ahead_and_a_pipe(tmp_path, threads):
 @pytest.mark.parametrize("threads", [1, 2])
 def test_ctrl_c_stops_a_run_waiting_for_input(tmp_path, threads):
     """Ctrl-C while the pipeline waits on a stalled pipe (the reader polls, the calling thread
-    looks at the signals between waits): exit 130, and the lines of the first block are written."""
+    looks at the signals between waits): exit 130, and the output file, written whole or not at
+    all, does not appear (nor its temporary file); to stdout the lines of the first block are
+    written."""
     import signal
     import subprocess
     import sys
@@ -377,4 +379,13 @@ def test_ctrl_c_stops_a_run_waiting_for_input(tmp_path, threads):
     _, err = proc.communicate(timeout=60)  # (a hang guard, not a time limit)
     proc.stdin.close()
     assert proc.returncode == 130 and b"interrupted" in err, err
-    assert (tmp_path / "out").read_bytes() == b"a\nb\n"
+    assert sorted(os.listdir(tmp_path)) == []
+    proc = subprocess.Popen([sys.executable, "-m", "cuckoo", "dedup", "--exact", "-q", "--threads", str(threads)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    proc.stdin.write(b"a\nb\na\n" * 2_000_000)
+    proc.stdin.flush()
+    time.sleep(1.5)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and out == b"a\nb\n", err

@@ -27,6 +27,7 @@ from cuckoo import Filter, FilterFullError
 from cuckoo import _compress as compress
 
 from .errors import EXIT_WRITE, ReportedError, one_line
+from .outputs import OutputFile, check_run_files, refuse_clobber, store_files
 from .estimate import estimate_input, sized_filter, vector_bucket_size
 from .records import CsvFraming, MissingFieldError, RecordError, Records, framing_of
 from .sources import Lines, LineTooLong, Source, read_lines
@@ -262,13 +263,14 @@ class _Sink:
     """An output: a path (opened here, closed at the end), a binary file object, or None
     (nothing written). `write` and `flush` are what the engine calls."""
 
-    def __init__(self, target: Any) -> None:
-        self.fh: Optional[IO[bytes]] = None
+    def __init__(self, target: Any, atomic: bool = True) -> None:
+        self.fh: Any = None
         self.owned = False
         if target is None:
             return
         if isinstance(target, (str, os.PathLike)):
-            self.fh = compress.open_output(target)  # NAME.gz/.bz2/.xz/.zst: compressed
+            # NAME.gz/.bz2/.xz/.zst: compressed; written whole unless a store records what it wrote
+            self.fh = OutputFile(target, atomic)
             self.owned = True
         elif hasattr(target, "write"):
             self.fh = target
@@ -286,24 +288,50 @@ class _Sink:
 
     def close(self) -> None:
         if self.owned and self.fh is not None:
-            self.fh.close()
+            self.fh.commit()
+
+    def abort(self) -> None:
+        """After a failure: a file this sink opened is removed (its target stays as it was)."""
+        if self.owned and self.fh is not None:
+            self.fh.abort()
 
 
-def _finish(*sinks: Any) -> None:
-    """Flushes, then closes (what they opened), every sink, even when a flush fails."""
-    try:
-        for sink in sinks:
-            sink.flush()
-    finally:
-        for sink in sinks:
+def _finish(sink: Any, drop_sink: Any, ok: bool) -> None:
+    """After a run: flushes and closes both sinks (committing the files they write whole), or
+    after a failure (`ok` False) aborts them. A sink that fails to flush or close aborts the
+    other one too, and its error is raised."""
+    sinks = (sink, drop_sink)
+    if ok:
+        try:
+            for s in sinks:
+                s.flush()
+            for s in sinks:
+                s.close()
+            return
+        except BaseException:
+            for s in sinks:
+                _abort(s)
+            raise
+    for s in sinks:
+        _abort(s)
+
+
+def _abort(sink: Any) -> None:
+    abort = getattr(sink, "abort", None)
+    if abort is not None:
+        abort()
+    else:  # (a sink of the caller's without abort: closed as before)
+        try:
             sink.close()
+        except BaseException:
+            pass
 
 
-def _as_sink(target: Any) -> Any:
+def _as_sink(target: Any, atomic: bool = True) -> Any:
     """The CLI hands its own sinks (cli.output.Output: errors on one line); else a _Sink."""
     if target is not None and hasattr(target, "write") and hasattr(target, "flush") and hasattr(target, "what"):
         return target
-    return _Sink(target)
+    return _Sink(target, atomic)
 
 
 def _progress_of(progress: Any) -> Callable[[int, int], None]:
@@ -393,6 +421,8 @@ class _Native:
         fds = []
         for sink in sinks:
             fh = getattr(sink, "fh", None)
+            if isinstance(fh, OutputFile):
+                fh = fh.fh  # (the file it writes: a temporary one, or the target itself)
             if fh is None:
                 fds.append(-1)
                 continue
@@ -518,8 +548,7 @@ def _plan(sources: List[Source], framing: Any, sink: Any, drop_sink: Any) -> Opt
     try:
         return _Native.plan(sources, framing, (sink, drop_sink))
     except BaseException:
-        sink.close()
-        drop_sink.close()
+        _finish(sink, drop_sink, False)
         raise
 
 
@@ -658,6 +687,7 @@ def dedup(source: Any, out: Any = None, *, exact: Optional[bool] = None, store: 
             raise ValueError("cuckoo.dedup: memory= is for exact=True (an in-memory key set)")
         if isinstance(memory, bool) or not isinstance(memory, int) or memory < 4096:
             raise ValueError(f"cuckoo.dedup: memory must be an int of at least 4096 bytes, got {memory!r}")
+    _check_files(source, out, dropped, store)
     if threads is not None and (not isinstance(threads, int) or threads < 1):
         raise ValueError(f"cuckoo.dedup: threads must be a positive int, got {threads!r}")
     if block_size is not None and block_size < 1:
@@ -665,7 +695,8 @@ def dedup(source: Any, out: Any = None, *, exact: Optional[bool] = None, store: 
     if key is not None or sep is not None or csv or jsonl or missing != "error":
         if framing is not None:
             raise ValueError("cuckoo.dedup: give framing= or key=/sep=/csv=/jsonl=, not both")
-        columnar = _columnar_format(source)
+        # (A text framing asked for reads the file as text, whatever its first bytes.)
+        columnar = _columnar_format(source) if not (csv or jsonl or sep is not None) else None
         if columnar is not None:
             return _dedup_columnar(source, out, key, exact, store, filter, capacity, fpr, seed, dropped, missing,
                                    sep, csv, jsonl)
@@ -690,6 +721,28 @@ def dedup(source: Any, out: Any = None, *, exact: Optional[bool] = None, store: 
         for src in sources:
             src.close()
         raise
+
+
+def _path(x: Any) -> Optional[str]:
+    return os.fspath(x) if isinstance(x, (str, os.PathLike)) else None
+
+
+def _check_files(source: Any, out: Any, dropped: Any, store: Any) -> None:
+    """The clobber rule (cuckoo._dedup.outputs) over the paths of a cuckoo.dedup() call: out and
+    dropped are neither an input, nor a file of the store, nor each other; no input is a file of
+    the store. ClobberError (a ValueError) before anything is opened."""
+    if isinstance(source, (str, os.PathLike)):
+        inputs = [os.fspath(source)]
+    elif isinstance(source, (list, tuple)) and all(isinstance(s, (str, os.PathLike)) for s in source):
+        inputs = [os.fspath(s) for s in source]
+    else:
+        inputs = []
+    store_path = _path(store)
+    owned = store_files(store_path) if store_path is not None else []
+    for p in inputs:
+        refuse_clobber(p, "input", owned, "refusing to read what it writes", prefix="cuckoo.dedup")
+    check_run_files(inputs, [(_path(out), "output (out=)"), (_path(dropped), "dropped output (dropped=)")], owned,
+                    prefix="cuckoo.dedup")
 
 
 def _columnar_format(source: Any) -> Optional[str]:
@@ -754,23 +807,29 @@ def _dedup_filter(sources: List[Source], out: Any, f: Optional[Filter], capacity
     start = time.perf_counter()
     native = _plan(sources, framing, sink, drop_sink) if hasattr(f, "_dedup") else None
     if native is not None:
+        ok = False
         try:
             d = native.run(f._dedup, sources, (sink, drop_sink), block, threads or default_threads(),  # type: ignore[attr-defined]
                            None if report is _no_progress else report)
+            r = DedupResult(d["lines"], d["kept"], d["bytes"], time.perf_counter() - start, False,
+                            d["expected_false"], f, how)
+            if d["status"] == "full":
+                exc = FilterFullError(f"{d['message']}; the lines before it are done")
+                exc.inserted = d["lines"]  # type: ignore[attr-defined]
+                exc.reason = d["reason"]  # type: ignore[attr-defined]
+                exc.dedup_result = r  # type: ignore[attr-defined]
+                # A full filter of fixed capacity is no failure of the run's files: the outputs
+                # hold every record before the failing one, as the filter holds their keys (exit 3).
+                ok = True
+                raise exc
+            ok = True
         finally:
-            _finish(sink, drop_sink)
-        r = DedupResult(d["lines"], d["kept"], d["bytes"], time.perf_counter() - start, False, d["expected_false"], f,
-                        how)
-        if d["status"] == "full":
-            exc = FilterFullError(f"{d['message']}; the lines before it are done")
-            exc.inserted = d["lines"]  # type: ignore[attr-defined]
-            exc.reason = d["reason"]  # type: ignore[attr-defined]
-            exc.dedup_result = r  # type: ignore[attr-defined]
-            raise exc
+            _finish(sink, drop_sink, ok)
         return r
     read = kept_total = nbytes = 0
     expected_false = 0.0
     fpr_before = f.expected_fpr
+    ok = False
     try:
         for lines, last_input in _blocks(sources, framing, block):
             _write_header(lines, sink, drop_sink)
@@ -787,6 +846,7 @@ def _dedup_filter(sources: List[Source], out: Any, f: Optional[Filter], capacity
                 assert exc is not None
                 exc.dedup_result = DedupResult(read, kept_total, nbytes, time.perf_counter() - start, False,  # type: ignore[attr-defined]
                                                expected_false, f, how)
+                ok = True  # (as on the native path: the outputs hold every record before it)
                 raise exc
             kept = int(np.count_nonzero(mask))
             fpr_after = f.expected_fpr
@@ -799,8 +859,9 @@ def _dedup_filter(sources: List[Source], out: Any, f: Optional[Filter], capacity
             kept_total += kept
             nbytes += len(lines.buf) - (1 if lines.virtual else 0)
             report(read, nbytes)
+        ok = True
     finally:
-        _finish(sink, drop_sink)
+        _finish(sink, drop_sink, ok)
     return DedupResult(read, kept_total, nbytes, time.perf_counter() - start, False, expected_false, f, how)
 
 
@@ -850,7 +911,7 @@ def _dedup_exact_in_memory(sources: List[Source], out: Any, dropped: Any, block:
     if native is None:  # (nothing was read that the store path will not read: plan() only opened)
         for own in (sink, drop_sink):  # the sinks opened here (the store path opens its own)
             if isinstance(own, _Sink):
-                own.close()
+                own.abort()
         return None
     starts = _rewindable(native) if regular and not native.decompressing else None
     spill = None
@@ -865,18 +926,20 @@ def _dedup_exact_in_memory(sources: List[Source], out: Any, dropped: Any, block:
         memory = exact_memory(None if spill is not None else sum(src.regular_size() or 0 for src in sources),
                               set_bytes)
     start = time.perf_counter()
+    ok = False
     try:
         d = native.run(cuckoo._core._dedup_exact, sources, (sink, drop_sink), starts, block,
                        threads or default_threads(), memory, int(estimate * 1.05) + 1024 if known else 0,
                        int.from_bytes(os.urandom(8), "little"), None if report is _no_progress else report,
                        mean_key_bytes, spill.fileno() if spill is not None else -1,
                        int.from_bytes(os.urandom(8), "big"), max_store_key())
+        if d["status"] == "key_too_long":  # (input read once: the store's limit)
+            raise KeyTooLongError(d["lines"] + 1, max_store_key())
+        ok = True
     finally:
-        _finish(sink, drop_sink)
+        _finish(sink, drop_sink, ok)
         if spill is not None:
             spill.close()
-    if d["status"] == "key_too_long":  # (input read once: the store's limit)
-        raise KeyTooLongError(d["lines"] + 1, max_store_key())
     stats = {k: d[k] for k in ("passes", "planned", "splits", "distinct", "peak_memory", "grows")}
     stats["memory"] = memory
     stats["read_once"] = spill is not None
@@ -917,7 +980,9 @@ def _dedup_store(sources: List[Source], out: Any, store: Any, dropped: Any, bloc
         if owned:
             s.close()
         raise
-    sink, drop_sink = _as_sink(out), _as_sink(dropped)
+    # A persistent store records a line once its output was handed to the OS: its outputs are
+    # written in place (a rerun writes what no run wrote); an anonymous one's are written whole.
+    sink, drop_sink = _as_sink(out, not persistent), _as_sink(dropped, not persistent)
     max_key = max_store_key()
     read = written = nbytes = 0
     start = time.perf_counter()
@@ -925,19 +990,22 @@ def _dedup_store(sources: List[Source], out: Any, store: Any, dropped: Any, bloc
     try:
         native = _plan(sources, framing, sink, drop_sink) if hasattr(s._s, "_dedup") else None
         if native is not None:
+            done = False
             try:
                 # The anonymous store keeps its entries' hash bits (4 bytes a slot) to grow without
                 # reading its log back, when it may grow at all.
                 d = native.run(s._s._dedup, sources, (sink, drop_sink), block, threads or default_threads(), max_key,
                                persistent, not persistent and may_grow, None if report is _no_progress else report)
+                if d["status"] == "key_too_long":
+                    raise KeyTooLongError(d["lines"] + 1, max_key)
+                done = True
             finally:
-                _finish(sink, drop_sink)
-            if d["status"] == "key_too_long":
-                raise KeyTooLongError(d["lines"] + 1, max_key)
+                _finish(sink, drop_sink, done)
             read, written, nbytes = d["lines"], d["kept"], d["bytes"]
             stats = s.stats()
             ok = True
             return DedupResult(read, written, nbytes, time.perf_counter() - start, True, store_stats=stats)
+        done = False
         try:
             blocks = _blocks(sources, framing, block, max_key)
             while True:
@@ -973,8 +1041,9 @@ def _dedup_store(sources: List[Source], out: Any, store: Any, dropped: Any, bloc
                 report(read, nbytes)
                 if len(too_long):
                     raise KeyTooLongError(read + 1, max_key)
+            done = True
         finally:
-            _finish(sink, drop_sink)
+            _finish(sink, drop_sink, done)
         stats = s.stats()
         ok = True
     finally:

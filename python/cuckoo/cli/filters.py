@@ -15,12 +15,15 @@ from cuckoo import Filter, FilterFullError
 from cuckoo._grow import growable_version
 from cuckoo._dedup.records import RecordError
 
+from cuckoo._dedup.outputs import check_run_files, same_file
+
 from .common import BUILD_FPR, CliError, DEDUP_FPR, EXIT_FILTER_FILE, EXIT_FULL, EXIT_OK, EXIT_USAGE, _one_line
 from cuckoo._dedup.engine import dedup
 from cuckoo._dedup.estimate import sized_filter, vector_bucket_size
 from cuckoo._dedup.sources import Source, iter_blocks, sources_of
 from .output import (
-    Output, Progress, _bytes, _note, _progress_enabled, _si, _small, inputs_of, refuse_clobber, write_stdout,
+    Output, Progress, _bytes, _note, _progress_enabled, _si, _small, finish_outputs, inputs_of, refuse_clobber,
+    write_stdout,
 )
 from .records import cmd_dedup_columnar, columnar_input, dropped_sink, framing_from_args, record_error
 from .stores import cmd_dedup_exact
@@ -131,9 +134,12 @@ def cmd_dedup(args: argparse.Namespace) -> int:
         return cmd_dedup_exact(args)
     sources = sources_of(args.files)
     framing = framing_from_args(args)
-    filter_files = [(path, f"the filter file '{path}'") for path in (args.filter, args.save) if path]
-    refuse_clobber(args.output, "output", inputs_of(sources) + filter_files)
-    refuse_clobber(args.save, "--save file", inputs_of(sources))
+    # The one clobber rule (cuckoo._dedup.outputs): no file written is read or written twice;
+    # --filter F --save F (F updated in place) is the one file both read and written.
+    reads = [] if not args.filter or args.save and same_file(args.save, args.filter) else [
+        (args.filter, f"the filter file '{args.filter}'")]
+    check_run_files([p for p, _ in inputs_of(sources)], [(args.output, "output"), (args.dropped, "--dropped file"),
+                                                          (args.save, "--save file")], reads)
     if args.save:
         check_can_save(args.save)
     if args.filter and (args.capacity is not None or args.fpr is not None or args.seed is not None):
@@ -145,24 +151,25 @@ def cmd_dedup(args: argparse.Namespace) -> int:
     dropped = dropped_sink(args, sources)
     progress = Progress(_progress_enabled(args), "dedup")
     failure: Optional[CliError] = None
+    ok = False  # the outputs (and --save) are written only when the run succeeded
     try:
         r = dedup(sources, out, filter=f, threads=args.threads, block_size=args.block_size, progress=progress.update,
                   dropped=dropped, framing=framing)
-    except RecordError as exc:  # a record without its key, invalid CSV or JSON: the records before are done
+        ok = True
+    except RecordError as exc:  # a record without its key, invalid CSV or JSON: the outputs stay as they were
         failure = record_error(exc)
     except FilterFullError as exc:
-        # Keep the work done: the lines before the failing one are written, and the filter
-        # (holding exactly their keys) is saved below.
+        # Keep the work done (exit 3): the lines before the failing one are written, and the
+        # filter (holding exactly their keys) is saved below.
         r = exc.dedup_result  # type: ignore[attr-defined]
         done = (f"the {r.lines_read:,} lines before it are deduplicated in the output"
                 + (f" and in the filter saved to {args.save}" if args.save else ""))
         failure = full_error("dedup", f, r.lines_read + 1, exc, _on_stdin(sources), done)
+        ok = True
     finally:
         progress.done()
-        out.close()
-        if dropped is not None:
-            dropped.close()
-    if args.save:
+        finish_outputs(ok, out, dropped)
+    if args.save and ok:
         save_filter(f, args.save)
     if failure is not None:
         raise failure
@@ -213,6 +220,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     out = Output(args.output, sources)
     progress = Progress(_progress_enabled(args), "query")
     read = shown = nbytes = 0
+    ok = False
     try:
         for lines, last_input in iter_blocks(sources, args.block_size):
             if args.count:
@@ -226,9 +234,10 @@ def cmd_query(args: argparse.Namespace) -> int:
             read += len(lines)
             nbytes += len(lines.buf)
             progress.update(read, nbytes)
+        ok = True
     finally:
         progress.done()
-        out.close()
+        finish_outputs(ok, out)
     if args.verbose:
         absent = read - shown
         _note(args, f"cuckoo query: {read:,} lines, {shown:,} maybe present, {absent:,} absent")

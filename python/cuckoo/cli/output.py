@@ -13,6 +13,7 @@ from typing import IO, List, Optional, Sequence, Tuple, Union
 from cuckoo import _compress as compress
 from cuckoo._dedup.report import Progress, _bytes, _si, _small  # noqa: F401 (re-exported)
 from cuckoo._dedup.engine import write_error  # noqa: F401 (re-exported)
+from cuckoo._dedup.outputs import OutputFile, refuse_clobber, same_file as _same_file, store_files  # noqa: F401
 from cuckoo._dedup.sources import Source
 
 from .common import CliError, EXIT_USAGE, EXIT_WRITE, _one_line
@@ -50,39 +51,6 @@ def write_stdout(data: Union[str, bytes], flush: bool = False) -> None:
         raise write_error("to standard output", exc) from None
 
 
-def _same_file(a: str, b: str) -> bool:
-    """Whether paths a and b name one file: by identity (device and inode, so symlinks and hard
-    links count) when both exist, else by their resolved paths (a file about to be created)."""
-    try:
-        return os.path.samefile(a, b)
-    except (OSError, ValueError):
-        try:
-            return os.path.realpath(a) == os.path.realpath(b)
-        except (OSError, ValueError):
-            return False
-
-
-def store_files(path: str) -> List[Tuple[str, str]]:
-    """(path, what) of each file a store at `path` owns: its log, index snapshot (and the
-    snapshot's temporary file), lock, and compaction's temporary log."""
-    return [(path, f"the store '{path}'"), (path + ".idx", f"the snapshot of the store '{path}'"),
-            (path + ".idx.tmp", f"a temporary file of the store '{path}'"),
-            (path + ".lock", f"the lock of the store '{path}'"),
-            (path + ".compact", f"a temporary file of the store '{path}'")]
-
-
-def refuse_clobber(path: Optional[str], what: str, protected: Sequence[Tuple[str, str]],
-                   refusal: str = "refusing to overwrite it") -> None:
-    """Exit 1 when `path` (a file this command writes, or reads while it writes `protected`) is
-    one of the `protected` files: an input, a store's files, a filter file read or saved.
-    Called before anything is opened or written."""
-    if path is None or path == "-":
-        return
-    for other, role in protected:
-        if other != "-" and _same_file(path, other):
-            raise CliError(f"cuckoo: {what} '{path}' is also {role}: {refusal}", EXIT_USAGE)
-
-
 def inputs_of(sources: List[Source]) -> List[Tuple[str, str]]:
     return [(src.path, "an input") for src in sources if src.path is not None]
 
@@ -90,7 +58,7 @@ def inputs_of(sources: List[Source]) -> List[Tuple[str, str]]:
 class Output:
     """stdout or -o FILE, written in whole blocks."""
 
-    def __init__(self, path: Optional[str], inputs: List[Source]) -> None:
+    def __init__(self, path: Optional[str], inputs: List[Source], atomic: bool = True) -> None:
         self.path = path
         self.what = "to standard output"
         if path is None or path == "-":
@@ -100,8 +68,10 @@ class Output:
         self.what = f"output '{path}'"
         refuse_clobber(path, "output", inputs_of(inputs))
         try:
-            # NAME.gz/.bz2/.xz/.zst: compressed on a thread of its own (cuckoo._compress)
-            self.fh = compress.open_output(path)
+            # NAME.gz/.bz2/.xz/.zst: compressed on a thread of its own (cuckoo._compress); written
+            # to a temporary file beside it and renamed at the end of a run that succeeds
+            # (`atomic`: unless a store records what was written)
+            self.fh = OutputFile(path, atomic)
         except (OSError, ImportError) as exc:
             raise CliError(f"cuckoo: cannot write output '{path}': {_one_line(exc)}", EXIT_USAGE) from None
         self.owned = True
@@ -121,13 +91,19 @@ class Output:
             raise write_error(self.what, exc) from None
 
     def close(self) -> None:
+        """The end of a run that succeeded: flushes stdout, or closes the file and puts it in place."""
         try:
             if self.owned:
-                self.fh.close()
+                self.fh.commit()
             else:
                 self.fh.flush()
         except OSError as exc:
             raise write_error(self.what, exc) from None
+
+    def abort(self) -> None:
+        """The end of a run that failed: a file output is removed (its target stays as it was)."""
+        if self.owned:
+            self.fh.abort()
 
 
 def _discard_stdout() -> None:
@@ -139,3 +115,21 @@ def _discard_stdout() -> None:
         os.close(devnull)
     except (OSError, ValueError, io.UnsupportedOperation):  # pragma: no cover - stdout replaced or closed
         pass
+
+
+def finish_outputs(ok: bool, *outputs: Optional[Output]) -> None:
+    """The end of a command's run: each output closed (files put in place) when it succeeded
+    (`ok`), else removed, so that a failed run leaves its targets as they were. An output that
+    fails to close removes the others."""
+    present = [o for o in outputs if o is not None]
+    if ok:
+        try:
+            for o in present:
+                o.close()
+            return
+        except BaseException:
+            for o in present:
+                o.abort()
+            raise
+    for o in present:
+        o.abort()

@@ -385,6 +385,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Terminated(BaseException):
+    """SIGTERM or SIGHUP arrived (raised by _terminate, where the interpreter runs its handlers)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise _Terminated(signum)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
     # parse_known_args, then file names found after options (`dedup a.txt -o out b.txt`,
@@ -403,6 +415,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if hasattr(signal, "SIGPIPE") and argv is None:
         # Behave like other filters in a pipe (`cuckoo dedup big | head`): end quietly.
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    if argv is None:
+        # SIGTERM and SIGHUP (kill, a closed terminal) stop a run as Ctrl-C does: through the
+        # code's cleanup, so that an output file written whole is removed, not left half done.
+        for name in ("SIGTERM", "SIGHUP"):
+            if hasattr(signal, name):
+                signal.signal(getattr(signal, name), _terminate)
     try:
         code = int(args.func(args))
         try:  # text written to stdout (info, demo) may still sit in its buffer
@@ -418,3 +436,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("cuckoo: interrupted\n")
         return 130
+    except _Terminated as exc:
+        sys.stderr.write(f"cuckoo: terminated by {signal.Signals(exc.signum).name}\n")
+        return 128 + exc.signum

@@ -29,9 +29,8 @@ def dropped_sink(args: argparse.Namespace, sources: List[Source]) -> Optional[Ou
     """--dropped FILE as an output (never an input nor -o's file), or None."""
     if not args.dropped:
         return None
-    if args.output and args.output != "-" and os.path.abspath(args.output) == os.path.abspath(args.dropped):
-        raise CliError("cuckoo dedup: --dropped and -o name the same file", EXIT_USAGE)
-    return Output(args.dropped, sources)
+    refuse_clobber(args.dropped, "--dropped file", [(args.output, "the output")])  # (by identity: links too)
+    return Output(args.dropped, sources, atomic=not args.store)
 
 
 def record_error(exc: ValueError) -> CliError:
@@ -41,8 +40,8 @@ def record_error(exc: ValueError) -> CliError:
 
 def columnar_input(args: argparse.Namespace) -> Optional[str]:
     """The format of a single Parquet or Arrow IPC input file, else None."""
-    if len(args.files) != 1 or args.files[0] == "-":
-        return None
+    if len(args.files) != 1 or args.files[0] == "-" or args.csv or args.jsonl or args.sep is not None:
+        return None  # (a text framing asked for reads the file as text, whatever its first bytes)
     try:
         if not stat.S_ISREG(os.stat(args.files[0]).st_mode):
             return None  # a pipe: reading it here would take its first bytes away

@@ -13,6 +13,8 @@ from cuckoo._numpy import np
 
 import cuckoo
 
+from cuckoo._dedup.outputs import check_run_files
+
 from .common import CliError, DEFAULT_BLOCK, EXIT_FILTER_FILE, EXIT_OK, EXIT_USAGE, _one_line
 from cuckoo._dedup.records import RecordError
 
@@ -20,7 +22,7 @@ from cuckoo._dedup.engine import KeyTooLongError, dedup
 from cuckoo._dedup.sources import iter_blocks, sources_of
 from .records import dropped_sink, framing_from_args, record_error
 from .output import (
-    Output, Progress, _bytes, _note, _progress_enabled, _si, inputs_of, refuse_clobber, store_files,
+    Output, Progress, _bytes, _note, _progress_enabled, _si, finish_outputs, inputs_of, refuse_clobber, store_files,
     write_stdout,
 )
 
@@ -76,22 +78,23 @@ def cmd_dedup_exact(args: argparse.Namespace) -> int:
     owned = store_files(args.store) if args.store else []
     for src, _ in inputs_of(sources):
         refuse_clobber(src, "input", owned, "refusing to read what it writes")
-    refuse_clobber(args.output, "output", inputs_of(sources) + owned)
+    check_run_files([p for p, _ in inputs_of(sources)], [(args.output, "output"), (args.dropped, "--dropped file")],
+                    owned)
     framing = framing_from_args(args)
-    if args.dropped:
-        refuse_clobber(args.dropped, "--dropped file", inputs_of(sources) + owned)
     store = open_store(args.store) if args.store else None
     block = None if args.block_size == DEFAULT_BLOCK else args.block_size  # (each exact path has its own)
     progress = Progress(_progress_enabled(args), "dedup")
     failing = True
     try:
-        out = Output(args.output, sources)
+        out = Output(args.output, sources, atomic=not args.store)
         dropped = None
+        ok = False
         try:
             dropped = dropped_sink(args, sources)
             r = dedup(sources, out, exact=True, store=store, threads=args.threads, block_size=block,
                       progress=progress.update, dropped=dropped, framing=framing,
                       memory=None if store is not None else args.memory)
+            ok = True
         except KeyTooLongError as exc:
             raise line_too_long("cuckoo dedup", exc.line, exc.limit) from None
         except RecordError as exc:  # a record without its key, invalid CSV or JSON: the records before are done
@@ -100,9 +103,7 @@ def cmd_dedup_exact(args: argparse.Namespace) -> int:
             raise store_error(args.store, exc) from None
         finally:
             progress.done()
-            out.close()
-            if dropped is not None:
-                dropped.close()
+            finish_outputs(ok, out, dropped)
         failing = False
     finally:
         if store is not None:
@@ -210,6 +211,7 @@ def cmd_store_export(args: argparse.Namespace) -> int:
     refuse_clobber(args.output, "output", store_files(args.store))
     with using_store(args.store, readonly=True) as store:
         out = Output(args.output, [])
+        ok = False
         try:
             if args.tsv:
                 for k, v in store.items():
@@ -224,8 +226,9 @@ def cmd_store_export(args: argparse.Namespace) -> int:
                         out.write(b"".join(buf))
                         buf, size = [], 0
                 out.write(b"".join(buf))
+            ok = True
         finally:
-            out.close()
+            finish_outputs(ok, out)
     return EXIT_OK
 
 

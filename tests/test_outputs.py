@@ -1,0 +1,211 @@
+"""The main job's outputs are whole, and no run overwrites one of its own files
+(cuckoo._dedup.outputs): the clobber matrix of the CLI and the API, and every failure of a run
+leaving its file targets as they were."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+
+import pytest
+
+import cuckoo
+from cuckoo._dedup.outputs import ClobberError
+
+pytestmark = pytest.mark.skipif(os.name == "nt", reason="POSIX file identity and signals")
+
+DATA = b"".join(b"%d\n" % (i % 300) for i in range(3000))
+
+
+def cli(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "cuckoo", *map(str, args)], capture_output=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}, **kw)
+
+
+def files_of(d):
+    """Every file of directory d with its bytes (what a refused or failed run must not change)."""
+    return {p: (d / p).read_bytes() if (d / p).is_file() else None for p in sorted(os.listdir(d))}
+
+
+@pytest.fixture
+def inp(tmp_path):
+    p = tmp_path / "in.txt"
+    p.write_bytes(DATA)
+    return p
+
+
+# ---- the clobber matrix ----
+
+
+def api_cases(tmp_path, inp):
+    link = tmp_path / "link.txt"
+    link.symlink_to(inp)
+    hard = tmp_path / "hard.txt"
+    os.link(inp, hard)
+    out = tmp_path / "out.txt"
+    out.write_bytes(b"old\n")
+    out_link = tmp_path / "out-link.txt"
+    out_link.symlink_to(out)
+    store = tmp_path / "s.ckv"
+    return [
+        dict(source=inp, out=inp),
+        dict(source=inp, out=link),
+        dict(source=inp, out=hard),
+        dict(source=[tmp_path / "other.txt", inp], out=hard),
+        dict(source=inp, out=tmp_path / "o.txt", dropped=inp),
+        dict(source=inp, out=out, dropped=out_link),
+        dict(source=inp, out=out, dropped=out),
+        dict(source=inp, out=store, store=store),
+        dict(source=inp, out=out, dropped=str(store) + ".idx", store=store),
+        dict(source=store, out=out, store=store),
+    ]
+
+
+@pytest.mark.parametrize("case", range(10))
+def test_the_api_refuses_to_overwrite_its_own_files(tmp_path, inp, case):
+    (tmp_path / "other.txt").write_bytes(b"x\n")
+    kw = api_cases(tmp_path, inp)[case]
+    before = files_of(tmp_path)
+    with pytest.raises(ClobberError, match=r"^cuckoo\.dedup: .* is also .*: refusing to (overwrite|read)"):
+        cuckoo.dedup(kw.pop("source"), kw.pop("out"), **kw)
+    assert files_of(tmp_path) == before  # nothing opened, nothing written
+    assert issubclass(ClobberError, ValueError)
+
+
+CLI_CASES = [
+    ("-o", "{in}"),
+    ("-o", "{link}"),
+    ("--dropped", "{in}"),
+    ("-o", "{out}", "--dropped", "{outlink}"),
+    ("-o", "{out}", "--dropped", "{out}"),
+    ("--approx", "--filter", "{f}", "--dropped", "{f}"),
+    ("--approx", "--save", "{f}", "--dropped", "{f}"),
+    ("--approx", "--save", "{f}", "-o", "{f}"),
+    ("--approx", "--save", "{in}"),
+    ("--store", "{s}", "-o", "{s}"),
+    ("--store", "{s}", "--dropped", "{s}.idx"),
+]
+
+
+@pytest.mark.parametrize("case", CLI_CASES, ids=lambda c: " ".join(c))
+def test_the_cli_refuses_to_overwrite_its_own_files(tmp_path, inp, case):
+    out = tmp_path / "out.txt"
+    out.write_bytes(b"old\n")
+    (tmp_path / "link.txt").symlink_to(inp)
+    (tmp_path / "out-link.txt").symlink_to(out)
+    f = tmp_path / "seen.cuckoo"
+    cuckoo.Filter(100).save(str(f))
+    names = {"in": inp, "link": tmp_path / "link.txt", "out": out, "outlink": tmp_path / "out-link.txt", "f": f,
+             "s": tmp_path / "s.ckv"}
+    args = [a.format(**names) for a in case]
+    before = files_of(tmp_path)
+    p = cli("dedup", *args, inp)
+    err = p.stderr.decode()
+    assert p.returncode == 1 and err.count("\n") == 1 and "refusing" in err and "Traceback" not in err, err
+    assert files_of(tmp_path) == before
+
+
+def test_filter_read_and_saved_in_place_is_allowed(tmp_path, inp):
+    f = tmp_path / "seen.cuckoo"
+    for day in (1, 2):  # day one: the filter file does not exist yet
+        p = cli("dedup", "-q", "--filter", f, "--save", f, inp, "-o", tmp_path / f"new{day}.txt")
+        assert p.returncode == 0, p.stderr
+    assert (tmp_path / "new1.txt").read_bytes().count(b"\n") == 300
+    assert (tmp_path / "new2.txt").read_bytes() == b""
+
+
+# ---- whole outputs ----
+
+
+def test_a_new_output_gets_the_mode_of_a_new_file_and_an_old_one_keeps_its_own(tmp_path, inp):
+    out = tmp_path / "out.txt"
+    umask = os.umask(0o022)
+    try:
+        cuckoo.dedup(inp, out)
+        assert stat.S_IMODE(os.stat(out).st_mode) == 0o644
+        os.chmod(out, 0o600)
+        cuckoo.dedup(inp, out)
+        assert stat.S_IMODE(os.stat(out).st_mode) == 0o600
+    finally:
+        os.umask(umask)
+    assert out.read_bytes() == b"".join(b"%d\n" % i for i in range(300))
+
+
+def test_an_output_through_a_symlink_replaces_the_file_it_names(tmp_path, inp):
+    real = tmp_path / "real.txt"
+    real.write_bytes(b"old\n")
+    link = tmp_path / "link.txt"
+    link.symlink_to(real)
+    cuckoo.dedup(inp, link)
+    assert link.is_symlink() and real.read_bytes().count(b"\n") == 300
+
+
+@pytest.mark.parametrize("failure", ["invalid-csv", "truncated-gzip", "missing-second-input", "file-too-large"])
+@pytest.mark.parametrize("mode", [["--exact"], ["--approx"]])
+def test_a_failed_run_leaves_its_outputs_as_they_were(tmp_path, failure, mode):
+    out, drop = tmp_path / "out.csv", tmp_path / "drop.csv"
+    out.write_bytes(b"old output\n")
+    args = []
+    if failure == "invalid-csv":
+        src = tmp_path / "in.csv"
+        src.write_bytes(b"k,v\n" + b"".join(b"%d,x\n" % (i % 50) for i in range(20000)) + b'1,"x"y\n')
+        args = ["--csv", "-k", "k", src]
+    elif failure == "truncated-gzip":
+        src = tmp_path / "in.gz"
+        src.write_bytes(gzip.compress(DATA * 50)[:-100])
+        args = [src]
+    elif failure == "missing-second-input":
+        src = tmp_path / "in.txt"
+        src.write_bytes(DATA)
+        args = [src, tmp_path / "nope.txt"]
+    else:
+        src = tmp_path / "in.txt"
+        src.write_bytes(b"".join(b"%d\n" % i for i in range(200_000)))
+        args = [src]
+    before = files_of(tmp_path)
+    if failure == "file-too-large":  # the output passes RLIMIT_FSIZE (as a full disk would stop it)
+        import resource
+
+        def limit():
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000))
+
+        p = subprocess.run([sys.executable, "-m", "cuckoo", "dedup", *mode, "-o", str(out), "--dropped", str(drop),
+                            *map(str, args)], capture_output=True, timeout=120, preexec_fn=limit,
+                           env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    else:
+        p = cli("dedup", *mode, "-o", out, "--dropped", drop, *args)
+    err = p.stderr.decode()
+    assert p.returncode in (1, 4) and "Traceback" not in err and err.count("\n") == 1, err
+    assert files_of(tmp_path) == before  # the old output as it was, no dropped file, no temporary file
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_run_leaves_its_outputs_as_they_were(tmp_path, sig):
+    out = tmp_path / "out.txt"
+    out.write_bytes(b"old output\n")
+    before = files_of(tmp_path)
+    proc = subprocess.Popen([sys.executable, "-m", "cuckoo", "dedup", "-q", "-o", str(out)], stdin=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    proc.stdin.write(DATA * 2000)  # then the pipe stalls: the run waits, its output half written
+    proc.stdin.flush()
+    time.sleep(1.5)
+    proc.send_signal(sig)
+    proc.communicate(timeout=60)
+    proc.stdin.close()
+    assert proc.returncode != 0
+    assert files_of(tmp_path) == before
+
+
+def test_devices_are_written_in_place(tmp_path, inp):
+    assert cli("dedup", "-q", inp, "-o", os.devnull).returncode == 0
+    assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
+    if os.path.exists("/dev/full"):
+        p = cli("dedup", "-q", inp, "-o", "/dev/full")
+        assert p.returncode == 4 and b"No space left" in p.stderr
+        assert stat.S_ISCHR(os.stat("/dev/full").st_mode)  # still the device, never replaced by a file
