@@ -5,7 +5,9 @@
 An input is a mode byte, a 2-byte little-endian length L, then L bytes of log and the rest as the
 snapshot (PATH.idx). Whatever the bytes, opening either raises cuckoo.FormatError or gives a store
 that works: every read answers or raises FormatError naming a corrupt offset, and a writer takes a
-new record that is found after closing and reopening. Anything else (another exception, a crash,
+new record that is found after closing and reopening. A writer that met damage (at open or on a
+read) then opens it with repair=True, which must give a store that reads, writes, and reopens
+cleanly without repair. Anything else (another exception, a crash,
 a sanitizer report) is a finding.
 
 Almost every mutation breaks a checksum; mode bit 0 recomputes every checksum the bytes hold (the
@@ -70,12 +72,41 @@ def fix_index(idx: bytearray, log: bytes) -> None:
 
 
 @atheris.instrument_func
+def repair_and_check() -> None:
+    """A damaged store opened with repair=True: opens (unless its header is damaged), every read
+    answers, a write is taken, and it then reopens without repair and without a warning, with
+    the same contents."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", cuckoo.RecoveryWarning)
+        try:
+            r = cuckoo.Store(PATH, repair=True)
+        except cuckoo.FormatError as exc:
+            assert "header" in str(exc) or "not a cuckoo store" in str(exc) or "version" in str(exc), exc
+            return
+    try:
+        items = dict(r.items())
+        r["fuzz-new-key"] = b"fuzz-value"
+        items[b"fuzz-new-key"] = b"fuzz-value"
+    finally:
+        r.close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", cuckoo.RecoveryWarning)
+        again = cuckoo.Store(PATH)
+    try:
+        assert dict(again.items()) == items
+    finally:
+        again.close()
+
+
+@atheris.instrument_func
 def exercise(readonly: bool) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", cuckoo.RecoveryWarning)
         try:
             s = cuckoo.Store(PATH, readonly=readonly)
         except cuckoo.FormatError:
+            if not readonly:
+                repair_and_check()
             return
     try:
         n = len(s)
@@ -91,6 +122,9 @@ def exercise(readonly: bool) -> None:
             assert [p in s for p in PROBES] == list(s.contains_many(PROBES))
         except cuckoo.FormatError as exc:
             assert "corrupt at offset" in str(exc)
+            if not readonly:
+                s.close()  # (no snapshot written over the damage)
+                repair_and_check()
             return
         if not readonly:
             s["fuzz-new-key"] = b"fuzz-value"

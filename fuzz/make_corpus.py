@@ -1,7 +1,8 @@
-"""Writes the seed corpora of fuzz/fuzz_from_bytes.py (small valid filters of several shapes) and
-fuzz/fuzz_store.py (small valid stores, with and without their snapshot).
+"""Writes the seed corpora of fuzz/fuzz_from_bytes.py (small valid filters of several shapes),
+fuzz/fuzz_store.py (small valid stores, with and without their snapshot) and
+fuzz/fuzz_arrow_ipc.py (small Arrow IPC files and streams; needs pyarrow).
 
-    python fuzz/make_corpus.py      # rewrites fuzz/corpus/from_bytes/* and fuzz/corpus/store/*
+    python fuzz/make_corpus.py      # rewrites fuzz/corpus/{from_bytes,store,arrow_ipc}/*
 
 Deterministic (fixed seeds and keys): rerunning it gives the same files unless the format changes.
 """
@@ -70,8 +71,44 @@ def store_seeds():
         shutil.rmtree(work)
 
 
+ARROW_HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "arrow_ipc")
+
+
+def arrow_seeds():
+    """Small IPC files and streams as (name, bytes): a key column ``k`` of each type dedup takes
+    (string, binary, integer, dictionary), with nulls and other columns, in one or more batches."""
+    import pyarrow as pa
+
+    ids = [i % 5 for i in range(12)]
+    tables = {
+        "str": pa.table({"k": pa.array([f"key{i}" for i in ids]), "n": pa.array(ids, pa.int32())}),
+        "bin_nulls": pa.table({"k": pa.array([None if i == 3 else b"b%d" % i for i in ids], pa.binary())}),
+        "int": pa.table({"k": pa.array(ids, pa.uint16()), "s": pa.array([[i] * (i % 3) for i in ids])}),
+        "dict": pa.table({"k": pa.array([f"d{i}" for i in ids]).dictionary_encode()}),
+        "large_str": pa.table({"k": pa.array([f"L{i}" for i in ids], pa.large_string())}),
+    }
+    for name, t in tables.items():
+        for fmt, new in (("file", pa.ipc.new_file), ("stream", pa.ipc.new_stream)):
+            sink = pa.BufferOutputStream()
+            with new(sink, t.schema) as w:
+                for b in t.to_batches(max_chunksize=5):  # several batches
+                    w.write(b)
+            yield f"{name}_{fmt}", sink.getvalue().to_pybytes()
+
+
 def main() -> None:
     import struct
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        print("pyarrow is missing: the arrow_ipc corpus is left as it is")
+    else:
+        os.makedirs(ARROW_HERE, exist_ok=True)
+        seeds = list(arrow_seeds())
+        for name, data in seeds:
+            with open(os.path.join(ARROW_HERE, name), "wb") as fh:
+                fh.write(data)
+        print(f"wrote {len(seeds)} seeds to {ARROW_HERE}")
     os.makedirs(STORE_HERE, exist_ok=True)
     count = 0
     for name, log, idx in store_seeds():

@@ -173,6 +173,7 @@ py::dict stats_dict(const cuckoo::StoreStats& s) {
     d["grows_from_memory"] = s.grows_from_memory;
     d["recovered_bytes"] = s.recovered_bytes;
     d["recovered_at"] = s.recovered_at;
+    d["recovered_regions"] = s.recovered_regions;
     d["replayed_records"] = s.replayed_records;
     d["snapshot_used"] = s.snapshot_used;
     d["snapshot_note"] = s.snapshot_note;

@@ -87,7 +87,7 @@ def test_corrupt_compressed_input_is_an_error(tmp_path):
     (tmp_path / "bad.gz").write_bytes(good[: len(good) // 2])
     proc = run("dedup", "-q", tmp_path / "bad.gz")
     assert proc.returncode != 0
-    assert b"gzip data is corrupt or truncated" in proc.stderr
+    assert b"not valid gzip data: corrupt or truncated" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
 
 

@@ -109,3 +109,85 @@ def test_errors(tmp_path):
     with pytest.raises(ValueError, match="not a Parquet or Arrow IPC file"):
         co.dedup_columnar(tmp_path / "t.txt", tmp_path / "o.parquet", "n")
     assert co.sniff_columnar(b"PAR1xxxx") == "parquet" and co.sniff_columnar(b"ARROW1\0\0") == "ipc"
+
+
+# ---- corrupt Arrow IPC input (issue 47): a clear error naming the file, never a crash -----------
+
+_CORRUPT_RUNNER = r"""
+import json, os, random, sys
+from cuckoo import _columnar as co
+
+src, work, fmt, seed, flips = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+data = open(src, "rb").read()
+rng = random.Random(seed)
+variants = [("cut", n) for n in sorted({rng.randrange(len(data)) for _ in range(40)} | {0, 6, 8, len(data) - 1})]
+variants += [("flip", rng.randrange(len(data) * 8)) for _ in range(flips)]
+counts = {"ok": 0, "error": 0}
+for kind, at in variants:
+    bad = bytearray(data[:at] if kind == "cut" else data)
+    if kind == "flip":
+        bad[at // 8] ^= 1 << (at % 8)
+    path = os.path.join(work, f"bad.{fmt}")
+    with open(path, "wb") as f:
+        f.write(bad)
+    print(kind, at, flush=True, file=sys.stderr)  # the variant a crash happened on
+    try:
+        co.dedup_columnar(path, os.path.join(work, "out.arrow"), "k", exact=True)
+        counts["ok"] += 1
+    except ValueError as exc:
+        msg = str(exc)
+        if path not in msg and at >= 8:  # (a file cut before its magic is "not a Parquet or Arrow IPC file")
+            raise AssertionError(f"{kind} {at}: the error does not name the file: {msg}")
+        counts["error"] += 1
+print(json.dumps(counts))
+"""
+
+
+def _ipc_file(tmp_path, fmt):
+    rng = np.random.default_rng(7)
+    ids = rng.integers(0, 300, size=2000)
+    t = pa.table({"k": pa.array([f"key-{i}" for i in ids.tolist()]), "n": pa.array(ids, pa.int64()),
+                  "b": pa.array([bytes(int(i) % 7) for i in ids.tolist()], pa.binary())})
+    path = tmp_path / f"in.{fmt}"
+    with (pa.ipc.new_file if fmt == "arrow" else pa.ipc.new_stream)(path, t.schema) as w:
+        for b in t.to_batches(max_chunksize=250):
+            w.write(b)
+    return path
+
+
+@pytest.mark.parametrize("fmt", ["arrow", "arrows"])
+def test_corrupt_ipc_never_crashes(tmp_path, fmt):
+    """Truncations and random bit flips of a real IPC file (file and stream format) give a
+    ValueError naming the file, or (a flip in a value) a result; the interpreter never dies
+    (an out-of-range buffer offset used to give SIGBUS, some flips SIGSEGV)."""
+    import json
+    import subprocess
+    import sys
+
+    src = _ipc_file(tmp_path, fmt)
+    work = tmp_path / "w"
+    work.mkdir()
+    r = subprocess.run([sys.executable, "-c", _CORRUPT_RUNNER, str(src), str(work), fmt, "47", "150"],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, f"died on variant {r.stderr.strip().splitlines()[-1:]}: rc {r.returncode}\n{r.stderr[-2000:]}"
+    counts = json.loads(r.stdout)
+    assert counts["error"] >= 40  # every truncation at least, and many flips
+
+
+def test_corrupt_ipc_cli_exit_code(tmp_path):
+    """The CLI reports a corrupt Arrow file on one line (no traceback) with the exit code of bad
+    input (cuckoo.cli.common.EXIT_USAGE)."""
+    from cuckoo.cli.common import EXIT_USAGE
+
+    import subprocess
+    import sys
+
+    src = _ipc_file(tmp_path, "arrow")
+    data = src.read_bytes()
+    bad = tmp_path / "bad.arrow"
+    bad.write_bytes(data[: len(data) // 2])
+    r = subprocess.run([sys.executable, "-m", "cuckoo", "dedup", str(bad), "-k", "k", "-o", str(tmp_path / "o.arrow")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == EXIT_USAGE != 0, r.stderr
+    assert "Traceback" not in r.stderr
+    assert str(bad) in r.stderr and "Arrow IPC" in r.stderr

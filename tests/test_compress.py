@@ -107,7 +107,7 @@ def test_corrupt_or_truncated_input_raises_not_ends(fmt):
     good = COMPRESS[fmt](DATA)
     for bad in (good[: len(good) // 2], good[:20] + bytes(200) + good[220:]):
         with cz.open_input(io.BytesIO(bad), "in.x") as r:
-            with pytest.raises(ValueError, match=f"in.x: {fmt} data is corrupt or truncated"):
+            with pytest.raises(ValueError, match=f"in.x: not valid {fmt} data: corrupt or truncated"):
                 read_all(r)
 
 
@@ -195,7 +195,7 @@ def test_zstd_hint_when_missing(monkeypatch):
         return real(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_zstd)
-    with pytest.raises(ImportError, match=r"pip install 'cuckoo\[zstd\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'fastcuckoo\[zstd\]'"):
         cz.open_input(io.BytesIO(b"\x28\xb5\x2f\xfd" + bytes(20)))
 
 
@@ -214,7 +214,7 @@ def test_fileno_after_reads_carries_on_where_they_stopped():
 def test_corrupt_data_through_the_pipe_is_raised_by_check():
     good = gzip.compress(DATA)
     r = cz.open_input(io.BytesIO(good[: len(good) // 2]), "half.gz")
-    with pytest.raises(ValueError, match="half.gz: gzip data is corrupt or truncated"):
+    with pytest.raises(ValueError, match="half.gz: not valid gzip data: corrupt or truncated"):
         read_pipe(r)
     assert not r._thread.is_alive()
 
@@ -252,3 +252,83 @@ def test_close_while_the_pipe_waits_for_data_does_not_hang():
     r.fileno()
     r.close()  # returns although the pump waits on the empty queue
     assert not r._pump.is_alive()
+
+
+# ---- issue 47: every stream like the first, xz padding, bounded zstd, hints ----------------------
+
+@pytest.mark.parametrize("fmt", list(COMPRESS))
+def test_a_damaged_later_stream_is_an_error_not_the_end(fmt):
+    """A multi-stream file whose second stream is damaged used to end quietly after the first
+    (xz and bzip2: Python's LZMAFile/BZ2File take a bad later stream for trailing garbage), so
+    half the lines were deduped with exit 0 where `xz -dc` fails."""
+    first, second = COMPRESS[fmt](b"a\n" * 1000), COMPRESS[fmt](DATA)
+    for bad in (second[:20] + bytes(64) + second[84:], second[: len(second) // 2], b"garbage after the stream"):
+        with cz.open_input(io.BytesIO(first + bad), "in.x") as r:
+            with pytest.raises(ValueError, match=f"in.x: not valid {fmt} data"):
+                read_all(r)
+
+
+XZ = __import__("shutil").which("xz")
+
+
+def test_xz_stream_padding_is_accepted_as_xz_does():
+    a, b = lzma.compress(b"one\n"), lzma.compress(b"two\n")
+    for good in (a + bytes(4) + b, a + b + bytes(8), a + bytes(4096) + b + bytes(4)):
+        with cz.open_input(io.BytesIO(good)) as r:
+            assert read_all(r) == b"one\ntwo\n"
+        if XZ:  # the reference reads it too
+            assert subprocess.run([XZ, "-dc"], input=good, capture_output=True).stdout == b"one\ntwo\n"
+    for bad in (a + bytes(3) + b, a + bytes(5)):  # padding must be a multiple of 4 bytes
+        with cz.open_input(io.BytesIO(bad), "p.xz") as r:
+            with pytest.raises(ValueError, match="p.xz: not valid xz data.*padding"):
+                read_all(r)
+        if XZ:
+            assert subprocess.run([XZ, "-dc"], input=bad, capture_output=True).returncode != 0
+
+
+def test_zstd_skippable_frames_are_skipped():
+    skippable = b"\x50\x2a\x4d\x18" + (5).to_bytes(4, "little") + b"12345"
+    data = COMPRESS["zstd"](b"x\n") + skippable + COMPRESS["zstd"](b"y\n") + skippable
+    with cz.open_input(io.BytesIO(data)) as r:
+        assert read_all(r) == b"x\ny\n"
+
+
+@pytest.mark.parametrize("fmt", list(COMPRESS))
+def test_a_bomb_is_decompressed_in_bounded_pieces(fmt):
+    """A small input that decompresses to a lot (64 MiB of one byte) comes out of the
+    decompressor in pieces of about CHUNK bytes: a zstd bomb used to come out whole (1 GiB of RSS
+    for a 90 KB file), then be sliced quadratically."""
+    size = 64 << 20
+    bomb = (zstandard.ZstdCompressor(level=19).compress(bytes(size)) if fmt == "zstd"
+            else COMPRESS[fmt](bytes(size)))
+    f = cz._decompressing(fmt, io.BytesIO(bomb))
+    total = 0
+    while True:
+        piece = f.read(cz.CHUNK)
+        if not piece:
+            break
+        assert len(piece) <= cz.CHUNK + (128 << 10)
+        total += len(piece)
+    assert total == size
+    with cz.open_input(io.BytesIO(bomb)) as r:
+        assert sum(len(c) for c in iter(lambda: r.read(4096), b"")) == size
+
+
+def test_install_hints_name_the_distribution():
+    """The package is installed as fastcuckoo: a hint saying pip install 'cuckoo[...]' installs
+    something else (or nothing)."""
+    import re
+
+    import cuckoo
+
+    root = os.path.dirname(cuckoo.__file__)
+    bad = []
+    for dirpath, _, files in os.walk(root):
+        for name in files:
+            if name.endswith(".py"):
+                with open(os.path.join(dirpath, name), encoding="utf-8") as fh:
+                    for n, line in enumerate(fh, 1):
+                        if re.search(r"pip install ['\"]?cuckoo\[", line):
+                            bad.append(f"{name}:{n}: {line.strip()}")
+    assert not bad, bad
+    assert "pip install 'fastcuckoo[zstd]'" in cz.ZSTD_HINT

@@ -347,7 +347,9 @@ def test_exact_dedup_bad_arguments():
     with pytest.raises(ValueError, match="shards must be an int >= 1"):
         cd.dedup(ddf, "k", exact=True, shards=0)
     with pytest.raises(ValueError, match="shards=... is for exact=True"):
-        cd.dedup(ddf, "k", shards=2)
+        cd.dedup(ddf, "k", shards=2, exact=False)
+    with pytest.raises(ValueError, match="shards=... is for exact=True"):
+        cd.dedup(ddf, "k", fpr=0.01, shards=2)
     with pytest.raises(TypeError, match="exact must be a bool"):
         cd.dedup(ddf, "k", exact=1)
 
@@ -409,8 +411,49 @@ def test_exact_dedup_several_key_columns(client):
     _exact_equals_pandas(pdf, ["a", "b2"], 5)
     _exact_equals_pandas(pdf, ("c",), 3)
     with pytest.raises(ValueError, match="need exact=True"):
-        cd.dedup(dd.from_pandas(pdf, npartitions=2), ["a", "b"])
+        cd.dedup(dd.from_pandas(pdf, npartitions=2), ["a", "b"], exact=False)
     with pytest.raises(KeyError, match="'nope'"):
         cd.dedup(dd.from_pandas(pdf, npartitions=2), ["a", "nope"], exact=True)
     with pytest.raises(ValueError, match="names no key column"):
         cd.dedup(dd.from_pandas(pdf, npartitions=2), [], exact=True)
+
+
+# ---- exact by default (issue 47) --------------------------------------------------------------
+
+def _graph_names(collection) -> str:
+    return " ".join(str(k) for k in dict(collection.dask))
+
+
+def test_dedup_is_exact_by_default(client):
+    """cuckoo.dask.dedup() drops no first occurrence unless the filter is asked for (exact=False,
+    fpr=, capacity= or a filter argument), as cuckoo dedup and cuckoo.dedup()."""
+    keys = _keys(N, 0.9, 81)
+    pdf, ddf = _frame(keys)
+    out = cd.dedup(ddf, "k")
+    assert "cuckoo-dedup-shard" in _graph_names(out) and "cuckoo-dedup-step" not in _graph_names(out)
+    pd.testing.assert_frame_equal(out.compute(), pdf.drop_duplicates(subset="k", keep="first"))
+    for asked in ({"exact": False}, {"fpr": 0.01}, {"capacity": N}, {"fingerprint_bits": 8}):
+        names = _graph_names(cd.dedup(ddf, "k", **asked))
+        assert "cuckoo-dedup-step" in names and "cuckoo-dedup-shard" not in names, asked
+    # With the filter asked for, a small one really drops first occurrences: the default did not.
+    assert len(cd.dedup(ddf, "k", fingerprint_bits=4).compute()) < len(out.compute())
+    with pytest.raises(ValueError, match="exact=True uses an exact key set"):
+        cd.dedup(ddf, "k", exact=True, seed=5)
+
+
+def test_exact_dedup_keeps_apart_what_pandas_keeps_apart(client):
+    """b"a" and "a", -1 and 2**64-1 are different keys to pandas: the exact path used to merge
+    them (the key set hashes str as its UTF-8 bytes and ints by their 64-bit value); a lone
+    surrogate in a str key raised UnicodeEncodeError."""
+    keys = [b"a", "a", -1, 2**64 - 1, "\ud800", "a", b"a", 2**64 - 1, -1, "\ud800", "x", b"\xed\xa0\x80",
+            "\ud800x", 0, "0", b"0", 1, True] * 7
+    pdf = pd.DataFrame({"k": pd.Series(keys, dtype=object), "pos": np.arange(len(keys))})
+    with dask.config.set({"dataframe.convert-string": False}):
+        for npart, shards in ((1, None), (5, 3), (9, 4)):
+            ddf = dd.from_pandas(pdf, npartitions=npart, sort=False)
+            got = cd.dedup(ddf, "k", shards=shards).compute()
+            pd.testing.assert_frame_equal(got, pdf.drop_duplicates(subset="k", keep="first"))
+            # and as one field of several key columns
+            pdf2 = pdf.assign(j=pdf["pos"] % 2)
+            got = cd.dedup(dd.from_pandas(pdf2, npartitions=npart, sort=False), ["k", "j"], shards=shards).compute()
+            pd.testing.assert_frame_equal(got, pdf2.drop_duplicates(subset=["k", "j"], keep="first"))

@@ -25,7 +25,7 @@ IPC_FILE_MAGIC = b"ARROW1"
 IPC_STREAM_MAGIC = b"\xff\xff\xff\xff"
 SUFFIX_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".arrow": "ipc", ".feather": "ipc", ".ipc": "ipc",
                   ".arrows": "ipc-stream"}
-ARROW_HINT = "Parquet and Arrow files need pyarrow: pip install 'cuckoo[arrow]' (or pyarrow)"
+ARROW_HINT = "Parquet and Arrow files need pyarrow: pip install 'fastcuckoo[arrow]' (or pyarrow)"
 
 
 def sniff_columnar(head: bytes) -> Optional[str]:
@@ -64,25 +64,67 @@ class ColumnarResult:
         return f"ColumnarResult(rows_read={self.rows_read}, rows_kept={self.rows_kept}, batches={self.batches})"
 
 
+FORMAT_NAMES = {"parquet": "Parquet", "ipc": "Arrow IPC", "ipc-stream": "Arrow IPC stream"}
+
+
+def _invalid(path: str, fmt: str, exc: BaseException) -> ValueError:
+    return ValueError(f"{path}: not a valid {FORMAT_NAMES[fmt]} file: {exc}")
+
+
+def _open_ipc(path: str, fmt: str) -> Tuple[Any, Any]:
+    """(reader, file) of an IPC file or stream. Read through an OSFile, not a memory map: a
+    corrupt buffer offset past the file's end is then a short read (an error) instead of a
+    SIGBUS on touching the mapping (each batch is read into memory, one at a time)."""
+    pa = _pyarrow()
+    source = pa.OSFile(path, "r")
+    try:
+        reader = pa.ipc.open_file(source) if fmt == "ipc" else pa.ipc.open_stream(source)
+        reader.schema.names  # column names that are not UTF-8 fail here, not at the key lookup
+    except (pa.ArrowException, ValueError, OSError) as exc:
+        source.close()
+        raise _invalid(path, fmt, exc) from None
+    return reader, source
+
+
+def _validated(path: str, fmt: str, batches: Iterator[Any]) -> Iterator[Any]:
+    """The batches, each fully validated before use: its buffers against its lengths, every
+    offset of a string/binary/list column inside its data, UTF-8 of strings. Unchecked, a corrupt
+    batch crashes the interpreter when a kernel follows a bad offset. Validation is linear in
+    the batch and far cheaper than the dedup itself."""
+    pa = _pyarrow()
+    while True:
+        try:
+            batch = next(batches)
+            batch.validate(full=True)
+        except StopIteration:
+            return
+        except (pa.ArrowException, ValueError, OSError) as exc:
+            raise _invalid(path, fmt, exc) from None
+        yield batch
+
+
 def _batches(path: str, fmt: str) -> Tuple[Any, Iterator[Any], Any]:
-    """(schema, iterator of RecordBatches or Tables in file order, closer)."""
+    """(schema, iterator of validated RecordBatches or Tables in file order, closer)."""
     pa = _pyarrow()
     if fmt == "parquet":
         import pyarrow.parquet as pq
 
-        pf = pq.ParquetFile(path)
+        try:
+            pf = pq.ParquetFile(path)
+            pf.schema_arrow.names
+        except (pa.ArrowException, ValueError, OSError) as exc:
+            raise _invalid(path, fmt, exc) from None
 
         def groups() -> Iterator[Any]:
             for i in range(pf.num_row_groups):  # one row group in memory at a time
                 yield pf.read_row_group(i)
 
-        return pf.schema_arrow, groups(), pf.close
-    source = pa.memory_map(path, "r")
+        return pf.schema_arrow, _validated(path, fmt, groups()), pf.close
+    reader, source = _open_ipc(path, fmt)
     if fmt == "ipc":
-        reader = pa.ipc.open_file(source)
-        return reader.schema, (reader.get_batch(i) for i in range(reader.num_record_batches)), source.close
-    reader = pa.ipc.open_stream(source)
-    return reader.schema, iter(reader), source.close
+        return (reader.schema, _validated(path, fmt, (reader.get_batch(i) for i in range(reader.num_record_batches))),
+                source.close)
+    return reader.schema, _validated(path, fmt, iter(reader)), source.close
 
 
 class _Writer:
@@ -219,7 +261,12 @@ def _row_count(path: str, fmt: str) -> int:
         return pq.ParquetFile(path).metadata.num_rows
     if fmt == "ipc":
         pa = _pyarrow()
-        with pa.memory_map(path, "r") as src:
-            r = pa.ipc.open_file(src)
-            return sum(r.get_batch(i).num_rows for i in range(r.num_record_batches))
+        reader, source = _open_ipc(path, fmt)
+        try:
+            # (each batch's metadata and body are read, not its values: num_rows is metadata)
+            return sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches))
+        except (pa.ArrowException, ValueError, OSError) as exc:
+            raise _invalid(path, fmt, exc) from None
+        finally:
+            source.close()
     return 1 << 16  # a stream: unknown, the filter grows

@@ -6,7 +6,9 @@ thread (zlib, bz2 and lzma release the GIL while they work, and so does zstandar
 :class:`DecompressingReader` is that thread's consumer end: ``read(size)`` returns decompressed
 bytes; ``fileno()`` is the read end of a pipe the thread writes into, for a reader that wants a
 file descriptor (a native pipeline). An error of the decompressor (a corrupt or truncated
-stream) is raised by the read that reaches it, never taken for the end of the input.
+stream, in the first stream or any later one) is raised by the read that reaches it, never taken
+for the end of the input; it names the format ("PATH: not valid xz data: ..."). However much the
+input expands (a zstd "bomb"), it is decompressed in pieces of about CHUNK bytes.
 
 An output whose name ends in ``.gz``, ``.bz2``, ``.xz`` or ``.zst`` is compressed in that
 format (:func:`open_output`), also on a thread of its own; ``flush()`` returns once every byte
@@ -41,7 +43,7 @@ FORMATS = (
 )
 MAGIC_BYTES = 10
 SUFFIXES = {".gz": "gzip", ".bz2": "bzip2", ".xz": "xz", ".zst": "zstd"}
-ZSTD_HINT = "zstd needs the zstandard package: pip install 'cuckoo[zstd]' (or zstandard)"
+ZSTD_HINT = "zstd needs the zstandard package: pip install 'fastcuckoo[zstd]' (or zstandard)"
 
 CHUNK = 1 << 20  # bytes the decompressing thread reads and hands over at a time
 QUEUE_CHUNKS = 8  # chunks in flight between the threads (bounds the memory: 8 MiB)
@@ -79,9 +81,10 @@ def _zstd() -> Any:
         raise ImportError(ZSTD_HINT) from None
 
 
-def _decompressing(fmt: str, raw: IO[bytes]) -> IO[bytes]:
-    """A file object reading `raw` decompressed; multi-member gzip and multi-stream bzip2/xz/zstd
-    read as one stream, as zcat, bzcat, xzcat and zstdcat do."""
+def _decompressing(fmt: str, raw: IO[bytes]) -> Any:
+    """A reader of `raw` decompressed (``read(size)``: at most about `size` bytes, however much
+    the input expands); multi-member gzip and multi-stream bzip2/xz/zstd read as one stream, as
+    zcat, bzcat, xzcat and zstdcat do, and every later stream is checked like the first."""
     # Each module imported where it is needed, as in _compressor: start-up of cuckoo dedup.
     if fmt == "gzip":
         import gzip
@@ -90,46 +93,177 @@ def _decompressing(fmt: str, raw: IO[bytes]) -> IO[bytes]:
     if fmt == "bzip2":
         import bz2
 
-        return bz2.BZ2File(raw, mode="rb")
+        return _StreamsReader(bz2.BZ2Decompressor, raw, "bzip2")
     if fmt == "xz":
         import lzma
 
-        return lzma.LZMAFile(raw, mode="rb")
+        return _StreamsReader(lambda: lzma.LZMADecompressor(lzma.FORMAT_XZ), raw, "xz")
     z = _zstd()
     if hasattr(z, "ZstdFile"):  # the standard library's
         return z.ZstdFile(raw, mode="rb")
     return _ZstandardReader(z, raw)
 
 
+class _StreamsReader:
+    """bzip2 or xz streams read one after another. Not BZ2File / LZMAFile: they take a later
+    stream that fails to decompress for trailing garbage and end quietly there, so a damaged
+    second stream lost the rest of the input with no error (bzip2 -dc and xz -dc fail). Here every
+    stream is decompressed like the first, and an error of any is raised. Between and after xz
+    streams, stream padding (null bytes, a multiple of 4) is skipped, as xz does. Output comes in
+    pieces of at most `size` bytes (max_length), whatever the input's ratio."""
+
+    def __init__(self, new: Callable[[], Any], raw: IO[bytes], fmt: str) -> None:
+        self._new = new
+        self._raw = raw
+        self._fmt = fmt
+        self._d: Any = None  # the current stream's decompressor; None between streams
+        self._in = b""  # input read and not yet given to a decompressor
+        self._eof = False
+
+    def _fill(self) -> bool:
+        if not self._in and not self._eof:
+            self._in = self._raw.read(CHUNK)
+            self._eof = not self._in
+        return bool(self._in)
+
+    def _next_stream(self) -> bool:
+        """Skips the padding before the next stream; False at the end of the input."""
+        padding = 0
+        while self._fill():
+            if self._fmt == "xz":
+                stripped = self._in.lstrip(b"\0")
+                padding += len(self._in) - len(stripped)
+                self._in = stripped
+                if not stripped:
+                    continue
+            if padding % 4:
+                raise EOFError(f"xz stream padding of {padding} bytes is not a multiple of 4")
+            self._d = self._new()
+            return True
+        if padding % 4:
+            raise EOFError(f"xz stream padding of {padding} bytes is not a multiple of 4")
+        return False
+
+    def read(self, size: int = CHUNK) -> bytes:
+        size = CHUNK if size is None or size < 0 else max(size, 1)
+        while True:
+            if self._d is None and not self._next_stream():
+                return b""
+            d = self._d
+            if d.needs_input:
+                if not self._fill():
+                    raise EOFError(f"the input ends inside {'an' if self._fmt == 'xz' else 'a'} {self._fmt} stream")
+                data, self._in = self._in, b""
+            else:
+                data = b""
+            out = d.decompress(data, size)
+            if d.eof:
+                self._in = d.unused_data + self._in
+                self._d = None
+            if out:
+                return out
+
+    def close(self) -> None:
+        pass
+
+
 class _ZstandardReader:
-    """zstandard frames read one after another, as zstdcat does; unlike zstandard's stream_reader,
-    a stream that ends inside a frame raises (truncated) instead of ending quietly."""
+    """zstandard frames read one after another, as zstdcat does, skipping skippable frames; a
+    stream that ends inside a frame raises (truncated) instead of ending quietly (zstandard's
+    stream_reader ends quietly), and so does anything between frames that is not a frame.
+
+    zstandard's decompressobj returns all the output of the input it is given, at a ratio of up
+    to ~32000 (a 90 KB input may hold 1 GiB). So the frames are walked here, block by block (the
+    format's 3-byte block headers give each block's size), and the decompressor gets whole blocks
+    only until about CHUNK bytes came out: a block holds at most 128 KiB of output."""
+
+    _MAGIC = 0xFD2FB528
+    _BLOCK_OUT = 128 << 10  # the most a block decompresses to (Block_Maximum_Size)
 
     def __init__(self, z: Any, raw: IO[bytes]) -> None:
         self._z = z
         self._raw = raw
-        self._d = z.ZstdDecompressor().decompressobj()
-        self._in_frame = False  # bytes of the current frame were given to the decompressor
+        self._buf = bytearray()
+        self._pos = 0
+        self._eof = False
+        self._d: Any = None  # the current frame's decompressor
+        self._checksum = False  # the current frame ends with a 4-byte checksum
+        self._skip = 0  # bytes of a skippable frame still to skip
+
+    def _have(self, n: int) -> bool:
+        """Whether n bytes are buffered from _pos on (reading more as needed)."""
+        while len(self._buf) - self._pos < n and not self._eof:
+            if self._pos > CHUNK:  # drop what was used, now and then (amortized)
+                del self._buf[: self._pos]
+                self._pos = 0
+            data = self._raw.read(max(CHUNK, n))
+            if not data:
+                self._eof = True
+            self._buf += data
+        return len(self._buf) - self._pos >= n
+
+    def _take(self, n: int) -> bytes:
+        data = bytes(self._buf[self._pos:self._pos + n])
+        self._pos += n
+        return data
 
     def read(self, size: int = CHUNK) -> bytes:
-        while True:
-            data = self._raw.read(CHUNK)
-            if not data:
-                if self._in_frame:
-                    raise EOFError("the stream ends inside a zstd frame")
-                return b""
-            out = []
-            while data:
-                self._in_frame = True
-                out.append(self._d.decompress(data))
-                if not self._d.eof:
-                    break
-                data = self._d.unused_data
+        size = CHUNK if size is None or size < 0 else max(size, 1)
+        out: List[bytes] = []
+        produced = 0
+        while produced == 0 or produced + self._BLOCK_OUT <= size:
+            if self._skip:
+                n = min(self._skip, max(len(self._buf) - self._pos, 0))
+                if n == 0 and not self._have(1):
+                    raise EOFError("the input ends inside a zstd skippable frame")
+                self._pos += n
+                self._skip -= n
+                continue
+            if self._d is None:  # between frames
+                if not self._have(1):
+                    break  # the end of the input, at a frame boundary
+                if not self._have(4):
+                    raise EOFError("the input ends inside a zstd frame header")
+                magic = int.from_bytes(self._buf[self._pos:self._pos + 4], "little")
+                if magic & 0xFFFFFFF0 == 0x184D2A50:  # a skippable frame: magic, 4-byte size, data
+                    if not self._have(8):
+                        raise EOFError("the input ends inside a zstd frame header")
+                    self._skip = int.from_bytes(self._buf[self._pos + 4:self._pos + 8], "little")
+                    self._pos += 8
+                    continue
+                if magic != self._MAGIC:
+                    raise ValueError(f"not a zstd frame (magic 0x{magic:08x})")
+                if not self._have(5):
+                    raise EOFError("the input ends inside a zstd frame header")
+                fhd = self._buf[self._pos + 4]
+                single = (fhd >> 5) & 1
+                fcs = (fhd >> 6) & 3
+                header = 5 + (0 if single else 1) + (0, 1, 2, 4)[fhd & 3] + ((1 if single else 0), 2, 4, 8)[fcs]
+                if not self._have(header):
+                    raise EOFError("the input ends inside a zstd frame header")
+                self._checksum = bool(fhd & 4)
                 self._d = self._z.ZstdDecompressor().decompressobj()
-                self._in_frame = False
-            chunk = b"".join(out)
-            if chunk:
-                return chunk
+                out.append(self._d.decompress(self._take(header)))
+                continue
+            if not self._have(3):
+                raise EOFError("the input ends inside a zstd frame")
+            h = int.from_bytes(self._buf[self._pos:self._pos + 3], "little")
+            last, kind, bsize = h & 1, (h >> 1) & 3, h >> 3
+            n = 3 + (1 if kind == 1 else bsize)  # an RLE block holds one byte
+            if kind == 3 or bsize > self._BLOCK_OUT:
+                raise ValueError("a zstd block header is corrupt")
+            if last and self._checksum:
+                n += 4
+            if not self._have(n):
+                raise EOFError("the input ends inside a zstd frame")
+            piece = self._d.decompress(self._take(n))
+            out.append(piece)
+            produced += len(piece)
+            if last:
+                if not self._d.eof:
+                    raise ValueError("a zstd frame does not end where its last block does")
+                self._d = None
+        return b"".join(out)
 
     def close(self) -> None:
         pass
@@ -196,6 +330,7 @@ class DecompressingReader:
         self._error: Optional[BaseException] = None
         self._stop = threading.Event()
         self._pending = b""
+        self._offset = 0  # bytes of _pending already read
         self._done = False
         self._pipe: Optional[List[int]] = None
         self._pump: Optional[threading.Thread] = None
@@ -236,8 +371,10 @@ class DecompressingReader:
         return self._read_queue(size)
 
     def _read_queue(self, size: int = -1) -> bytes:
+        # The current chunk is read from an offset: slicing the rest off at every read copied
+        # it again each time (quadratic in the chunk's size over small reads).
         self._start()
-        if not self._pending:
+        if self._offset >= len(self._pending):
             if self._done:
                 return b""
             chunk = self._queue.get()
@@ -245,17 +382,20 @@ class DecompressingReader:
                 self._done = True
                 self._raise_error()
                 return b""
-            self._pending = chunk
+            self._pending, self._offset = chunk, 0
         if size is None or size < 0:
-            parts = [self._pending]
-            self._pending = b""
+            parts = [self._pending[self._offset:]]
+            self._pending, self._offset = b"", 0
             while True:
                 more = self._read_queue(CHUNK)
                 if not more:
                     return b"".join(parts)
                 parts.append(more)
-        data, self._pending = self._pending[:size], self._pending[size:]
-        return data
+        start = self._offset
+        self._offset = min(start + size, len(self._pending))
+        if start == 0 and self._offset == len(self._pending):
+            return self._pending  # the whole chunk: no copy
+        return self._pending[start:self._offset]
 
     def _read_pipe(self, size: int) -> bytes:
         data = os.read(self._pipe[0], size if size and size > 0 else CHUNK)  # type: ignore[index]
@@ -354,7 +494,7 @@ def _input_error(name: str, fmt: str, exc: BaseException) -> BaseException:
     # zlib.error, EOFError, OSError (BadGzipFile), LZMAError, ZstdError...: whatever the
     # decompressor raised about its data; a MemoryError or an interrupt stays what it is.
     if isinstance(exc, Exception) and not isinstance(exc, MemoryError):
-        err = ValueError(f"{name}: {fmt} data is corrupt or truncated ({type(exc).__name__}: {exc})")
+        err = ValueError(f"{name}: not valid {fmt} data: corrupt or truncated ({type(exc).__name__}: {exc})")
         err.__cause__ = exc
         return err
     return exc

@@ -14,10 +14,11 @@ workers. The design and its trade-offs are described in docs/distributed.md.
 - :func:`contains` (alias :func:`isin`) is a lazy boolean Series/Array; the filter is shipped to
   the workers once (scattered and broadcast on a distributed client, else one graph key).
 - :func:`dedup` drops every row whose key appeared earlier (in partition order, then row order)
-  with one sequential pass that carries the filter from partition to partition; only the filter
-  and one partition's keys are in a step's memory, and rows never move between workers. With
-  ``exact=True`` no first occurrence is ever dropped: keys (not rows) are hashed to shards, one
-  exact in-memory key set per shard decides in parallel, and the rows stay in their partitions.
+  exactly by default (no first occurrence is ever dropped): keys (not rows) are hashed to shards,
+  one exact in-memory key set per shard decides in parallel, and the rows stay in their
+  partitions. Asked for the filter (``exact=False``, ``fpr=``, ``capacity=``, ...), it makes one
+  sequential pass that carries a filter from partition to partition; only the filter and one
+  partition's keys are in a step's memory.
 """
 
 from __future__ import annotations
@@ -359,7 +360,8 @@ def _row_keys(frame: Any) -> Any:
                                          dtype="<i8" if col.dtype.kind == "i" else "<u8")
             fields.append(pa.FixedSizeBinaryArray.from_buffers(pa.binary(8), n, [None, pa.py_buffer(words)]))
             continue
-        arr = pa.array(col, from_pandas=True)
+        # An object column is tagged bytes by now (_object_keys), possibly none of them.
+        arr = pa.array(col.tolist(), pa.large_binary()) if col.dtype == object else pa.array(col, from_pandas=True)
         if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type) or pa.types.is_string_view(arr.type):
             arr = arr.cast(pa.large_string()).cast(pa.large_binary())
         elif pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type):
@@ -371,6 +373,40 @@ def _row_keys(frame: Any) -> Any:
         fields.append(arr)
     fields = [f.cast(pa.large_binary()) for f in fields]
     return pc.binary_join_element_wise(*fields, pa.scalar(b"", pa.large_binary())) if len(fields) > 1 else fields[0]
+
+
+def _tagged(values: Any) -> List[bytes]:
+    """Object keys as bytes that are equal exactly when pandas counts the keys equal: a type tag,
+    then a str's UTF-8 (lone surrogates kept, as pandas keeps them), a bytes value as it is, an
+    int's decimal digits (True and 1 are one key to pandas, as are False and 0). Without the tag
+    the key set took b"a" for "a" (a str is hashed as its UTF-8) and -1 for 2**64 - 1 (an int by
+    its 64-bit value), which pandas keeps apart; without surrogatepass a lone surrogate raised
+    UnicodeEncodeError."""
+    out = []
+    for v in values:
+        if isinstance(v, str):
+            out.append(b"s" + v.encode("utf-8", "surrogatepass"))
+        elif isinstance(v, (bytes, bytearray, memoryview)):
+            out.append(b"b" + bytes(v))
+        elif isinstance(v, (int, np.integer)):
+            out.append(b"i" + str(int(v)).encode())
+        else:
+            raise TypeError(f"a key of type {type(v).__name__} ({v!r}): keys must be integers, bytes or str")
+    return out
+
+
+def _object_keys(keys: Any) -> Any:
+    """An object-dtype key Series (no missing values) as a Series of tagged bytes (_tagged), also
+    before it is hashed to a shard (pandas' hash encodes str as UTF-8: a lone surrogate raised);
+    other key Series as they are."""
+    import pandas as pd
+
+    if isinstance(keys, pd.DataFrame):  # several key columns: each object column alike
+        objects = [c for c in keys.columns if keys[c].dtype == object]
+        return keys.assign(**{c: _object_keys(keys[c]) for c in objects}) if objects else keys
+    if keys.dtype == object:
+        return pd.Series(_tagged(keys.tolist()), dtype=object, index=keys.index)
+    return keys
 
 
 def _store_keys(keys: Any) -> Any:
@@ -427,6 +463,7 @@ def _split_by_shard(part: Any, column: Optional[str], shards: int) -> List[Any]:
         # object column None apart from NaN). Shard 0 decides them with pandas itself.
         nulls = (candidates[missing], cand[missing].reset_index(drop=True))
         candidates, cand = candidates[~missing], cand[~missing].reset_index(drop=True)
+    cand = _object_keys(cand)  # (pandas' duplicated() above already compared them as pandas does)
     shard = _shard_of(cand, shards)
     order = np.argsort(shard, kind="stable")  # row order within each shard
     ends = np.cumsum(np.bincount(shard, minlength=shards))
@@ -547,16 +584,20 @@ def dedup(
     column: Optional[str] = None,
     fpr: Optional[float] = None,
     capacity: Optional[int] = None,
-    seed: Any = 0,
+    seed: Any = None,
     *,
-    exact: bool = False,
+    exact: Optional[bool] = None,
     shards: Optional[int] = None,
     **filter_kwargs: Any,
 ) -> Any:
     """Drop every row whose key appeared earlier, in partition order (then row order): a lazy
     collection of the same kind with the first occurrence of each key.
 
-    One filter is carried through the partitions in order by a chain of tasks: step ``i`` copies
+    **Exact by default**, as ``cuckoo dedup`` and ``cuckoo.dedup()``: no first occurrence is ever
+    dropped (see ``exact=True`` below). The filter is used only when asked for: ``exact=False``,
+    or any of ``fpr``, ``capacity``, ``seed`` or a filter argument (``fingerprint_bits=...``).
+
+    With the filter: one filter is carried through the partitions in order by a chain of tasks: step ``i`` copies
     the filter left by step ``i - 1``, inserts partition ``i``'s keys with ``add_unique_many`` and
     returns the "was new" mask; the rows are then filtered where the partition lives, in parallel.
     A step holds one filter and one partition's keys; the rows themselves never move. A first
@@ -568,10 +609,11 @@ def dedup(
     an Array's chunk sizes are known); give it to skip that pass when you know a bound on the
     number of distinct keys.
 
-    ``exact=True``: no first occurrence is ever dropped, and the result equals pandas'
+    ``exact=True`` (the default): no first occurrence is ever dropped, and the result equals pandas'
     ``drop_duplicates(subset=column, keep="first")`` of the computed frame, missing keys (None,
-    NaN, NA) counted as pandas counts them; ``column`` may then be a list of columns (integer,
-    str or bytes). Each partition sends
+    NaN, NA) counted as pandas counts them, and keys pandas keeps apart kept apart (``b"a"`` and
+    ``"a"``, ``-1`` and ``2**64 - 1`` in an object column); ``column`` may then be a list of
+    columns (integer, str or bytes). Each partition sends
     the key and row position of the first row of each of its keys to ``shards`` shards by a hash
     of the key (default: two per worker of the active distributed client, or 4, at most one per
     partition); each shard runs one exact in-memory key set over its keys in
@@ -579,8 +621,11 @@ def dedup(
     shards found new. Keys cross between workers, rows never do. ``fpr``, ``capacity``, ``seed``
     and filter arguments are for the filter path and are refused here.
     """
-    if not isinstance(exact, bool):
+    if exact is not None and not isinstance(exact, bool):
         raise TypeError(f"exact must be a bool, not {type(exact).__name__}")
+    filter_asked = fpr is not None or capacity is not None or seed is not None or bool(filter_kwargs)
+    if exact is None:
+        exact = not filter_asked
     if isinstance(column, (list, tuple)):
         # Several key columns (as pandas' subset=[...]): each checked like one key column.
         if not exact:
@@ -597,13 +642,13 @@ def dedup(
         if isinstance(collection, dd.DataFrame) and column is None:
             column = collection.columns[0]
     if exact:
-        if fpr is not None or capacity is not None or seed != 0 or filter_kwargs:
+        if filter_asked:
             raise ValueError("exact=True uses an exact key set per shard: fpr, capacity, seed and filter arguments do not apply")
         return _dedup_exact(collection, column, shards)
     if shards is not None:
         raise ValueError("shards=... is for exact=True")
     total = _total_length(keys) if capacity is None else 0
-    params = _filter_params(total, capacity, fpr, seed, filter_kwargs)
+    params = _filter_params(total, capacity, fpr, 0 if seed is None else seed, filter_kwargs)
     token = uuid.uuid4().hex
     parts = _partitions(collection)
     state = dask.delayed(_new_filter)(params, dask_key_name=f"cuckoo-dedup-filter-{token}")

@@ -51,9 +51,12 @@ class Store(MutableMapping):
 
     ``seed``: for a new store, the key hash seed (``None``: drawn from the OS, the default; it is
     stored in the file). ``tag_bits``: bits of each index tag (16; fewer only to test log
-    verification: every tag match costs one log read). ``repair``: open a log damaged before its
-    synced end (otherwise ``cuckoo.FormatError``) by cutting it at the first bad record, losing
-    the synced records from there on (a ``RecoveryWarning`` says how many bytes).
+    verification: every tag match costs one log read). ``repair``: open a damaged log (otherwise
+    ``cuckoo.FormatError``): the index snapshot is ignored, the whole log is read, every record that
+    fails its check is skipped and every intact one kept; a writer rewrites the log without the
+    damaged bytes, so that it opens cleanly afterwards (a ``RecoveryWarning`` says how many bytes
+    were lost). A read that meets damage raises ``cuckoo.FormatError``, and from then on the store
+    refuses writes until it is reopened with ``repair=True``.
     """
 
     def __init__(self, path: Optional[Union[str, os.PathLike]] = None, *, readonly: bool = False,
@@ -85,10 +88,11 @@ class Store(MutableMapping):
             self._s = _Store.open(self._path, bool(readonly), seed, tag_bits, log_id, bool(repair))
         st = self._s.stats()
         if st["recovered_bytes"]:
-            what = "cut off" if not readonly else "ignored (read-only)"
+            what = "dropped" if not readonly else "ignored (read-only)"
             warnings.warn(
-                f"store {self._path}: a torn or corrupt tail of {st['recovered_bytes']} bytes at offset "
-                f"{st['recovered_at']} was {what}; records before it are intact",
+                f"store {self._path}: {st['recovered_bytes']} bytes of torn or corrupt log in "
+                f"{st['recovered_regions']} stretch(es), the first at offset {st['recovered_at']}, were {what}; "
+                f"the intact records {'outside them' if repair else 'before them'} are kept",
                 RecoveryWarning, stacklevel=2)
 
     # ---- mapping ----

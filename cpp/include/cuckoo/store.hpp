@@ -83,6 +83,7 @@ struct StoreStats {
     uint64_t recovered_bytes = 0;   // torn or corrupt tail cut off (writer) or ignored (reader) at open
     uint64_t recovered_at = 0;      // offset of the first bad record, if any
     uint64_t replayed_records = 0;  // records read from the log at open (0 with a full snapshot)
+    uint64_t recovered_regions = 0;  // damaged or torn stretches of the log dropped at open
     bool snapshot_used = false;
     std::string snapshot_note;  // why a snapshot was not used
 };
@@ -94,8 +95,9 @@ public:
         HashAlgorithm algorithm = HashAlgorithm::xxh3;
         unsigned tag_bits = 16;  // fewer only to test verification (1..16)
         bool readonly = false;
-        // Accept damage before the log's synced end (normally a FormatError): the log is cut at
-        // the first bad record, losing the synced records from there on (docs/store.md).
+        // Accept damage before the log's synced end (normally a FormatError): the snapshot is
+        // ignored, the whole log is read, every bad record is skipped and a writer rewrites the
+        // log with the intact records (docs/store.md).
         bool repair = false;
         unsigned max_kicks = 500;
         uint64_t log_id = 0;  // identity of a new log (random, from the caller)
@@ -525,7 +527,18 @@ public:
         std::exception_ptr error;
         try {
             if (in_batch_) rollback_batch();
-            if (log_.writable() && !log_.anonymous()) write_snapshot();  // syncs the log first
+            if (log_.writable() && !log_.anonymous()) {
+                if (log_.damaged_at() == LogFile::kNoDamage) {
+                    write_snapshot();  // syncs the log first
+                } else {
+                    // A read met damage that the snapshot hides (it covers the damaged bytes):
+                    // without it the next open reads the whole log and refuses it until repaired,
+                    // instead of opening as if it were sound.
+                    log_.sync();
+                    ::unlink(snapshot_path_.c_str());
+                    log_.sync_directory();
+                }
+            }
         } catch (...) {
             error = std::current_exception();
         }
@@ -561,7 +574,7 @@ private:
     static constexpr uint64_t kReleaseWindow = uint64_t(4) << 20;
 
     explicit Store(const Options& o)
-        : max_kicks_(o.max_kicks), repair_(o.repair), fork_generation_(fork_generation()) {
+        : max_kicks_(o.max_kicks), repair_(o.repair), repair_log_id_(o.log_id), fork_generation_(fork_generation()) {
         nodes_.resize(size_t(max_kicks_) + 2);  // the eviction search's scratch: no allocation in place()
     }
 
@@ -615,6 +628,10 @@ private:
         if (log_.broken())
             throw std::system_error(EIO, std::generic_category(),
                                     "the store's log could not be cut back after a failed write: close the store");
+        if (log_.damaged_at() != LogFile::kNoDamage)
+            throw FormatError("the store's log is corrupt at offset " + std::to_string(log_.damaged_at()) +
+                              ": the store refuses writes; close it and open it with repair=True to rebuild it "
+                              "from its intact records");
     }
     void require_batch() const {
         if (!in_batch_) throw std::logic_error("no batch is open on this store");
@@ -1117,7 +1134,10 @@ private:
         if (!path.empty()) snapshot_path_ = path + ".idx";
         if (log_.writable() && !path.empty()) ::unlink((path + ".compact").c_str());  // a compaction that died
         uint64_t start = store_format::kHeaderSize;
-        if (!snapshot_path_.empty() && load_snapshot(start)) {
+        // repair: the snapshot is ignored, as it may point at damaged records (it is only checked
+        // against the log's last bytes): the whole log is read.
+        if (repair_ && !snapshot_path_.empty()) stats_.snapshot_note = "ignored: repair=True reads the whole log";
+        if (!snapshot_path_.empty() && !repair_ && load_snapshot(start)) {
             stats_.snapshot_used = true;
         } else {
             resize_index(64);
@@ -1234,16 +1254,36 @@ private:
         return xxh3_64(buf.data(), buf.size(), 0);
     }
 
+    // Where the next intact record after the bad one at `pos` starts (records sit at multiples
+    // of 8), or `limit` if none does. A record's checksum is seeded with its own offset, so bytes
+    // of other records (or of a record's value) do not pass for one by accident.
+    uint64_t next_intact(uint64_t pos, uint64_t limit) {
+        RecordView r;
+        for (uint64_t p = pos + store_format::kAlign; p < limit; p += store_format::kAlign)
+            if (log_.valid_record(p, limit, r)) return p;
+        return limit;
+    }
+
     // Applies the log's records from `start` to its end to the index; stops at the first record
-    // that is torn or corrupt.
+    // that is torn or corrupt. With repair, a bad record is skipped instead (the scan resumes at
+    // the next intact one), and a writer then rewrites the log without the damaged bytes.
     void replay(uint64_t start) {
         const uint64_t limit = log_.file_end();
         const KeyHasher hs = hasher();
         uint64_t pos = start;
         uint64_t window = 0;
+        uint64_t skipped = 0;  // damaged bytes skipped before intact records (repair)
         RecordView r;
         while (pos < limit) {
-            if (!log_.valid_record(pos, limit, r)) break;
+            if (!log_.valid_record(pos, limit, r)) {
+                if (!repair_) break;
+                const uint64_t next = next_intact(pos, limit);
+                if (next == limit) break;  // nothing intact after it: a tail, cut below
+                if (stats_.recovered_regions++ == 0) stats_.recovered_at = pos;
+                skipped += next - pos;
+                pos = next;
+                continue;
+            }
             const uint64_t h = hs.hash_key(r.key, r.key_len);
             // The record's key is needed after find() reads other records: keep a copy.
             key_copy_.assign(r.key, r.key + r.key_len);
@@ -1281,18 +1321,24 @@ private:
             if (pos < limit)
                 throw FormatError("the store's log is corrupt at offset " + std::to_string(pos) +
                                   ", before the end of its synced data (" + std::to_string(synced) +
-                                  " bytes); open it with repair=True to cut it there, losing the records after it");
+                                  " bytes); open it with repair=True to skip the damaged bytes, keeping every intact record");
             throw FormatError("the store's log ends at " + std::to_string(limit) + " bytes, before the end of its synced "
                               "data (" + std::to_string(synced) + " bytes): synced records are missing (the file was "
                               "cut); open it with repair=True to accept the loss");
         }
         if (pos < limit || pos < synced) {
-            stats_.recovered_at = pos;
+            if (stats_.recovered_regions++ == 0) stats_.recovered_at = pos;
             stats_.recovered_bytes = std::max(limit, synced) - pos;
             if (log_.writable()) log_.truncate(pos);
             else log_.set_readable_end(pos);
         }
+        stats_.recovered_bytes += skipped;
         log_.release_all();
+        // Damage skipped inside the log: rewrite it with the live records only (an atomic
+        // compaction, which also writes a snapshot), so that it opens cleanly from now on. A
+        // reader leaves the file as it is and just reads around the damage.
+        if (skipped && log_.writable() && !log_.anonymous())
+            compact(repair_log_id_ != log_.header().log_id ? repair_log_id_ : ~repair_log_id_);
     }
 
     static constexpr uint64_t kMaxBucketCountStore = uint64_t(1) << 32;
@@ -1315,6 +1361,7 @@ private:
     uint64_t version_ = 0;
     unsigned max_kicks_;
     bool repair_ = false;
+    uint64_t repair_log_id_ = 0;  // identity of the log a repair rewrites
     bool in_batch_ = false;
     unsigned depth_ = 0;  // atomically() calls running
     Mark batch_mark_;

@@ -279,10 +279,19 @@ public:
         return v;
     }
 
+    // A read met damage: the log is remembered as damaged (damaged_at()), so that the store
+    // refuses writes from then on (appending to a log whose index points at bad bytes would only
+    // bury the damage under a fresh snapshot). Readers run concurrently: the first offset wins.
     [[noreturn]] void corrupt(uint64_t offset) const {
+        uint64_t none = kNoDamage;
+        damaged_at_.compare_exchange_strong(none, offset, std::memory_order_relaxed);
         throw FormatError("the store's log is corrupt at offset " + std::to_string(offset) +
-                          " (a record fails its checksum or runs past the log)");
+                          " (a record fails its checksum or runs past the log): the store refuses writes; "
+                          "open it with repair=True to rebuild it from its intact records");
     }
+    static constexpr uint64_t kNoDamage = ~uint64_t(0);
+    // Offset of the first damaged record a read met (kNoDamage: none).
+    uint64_t damaged_at() const noexcept { return damaged_at_.load(std::memory_order_relaxed); }
 
     // Validates the record at `offset` of the written file (recovery): its lengths fit before
     // `limit` and its checksum matches. Returns false for a torn or corrupt record.
@@ -589,6 +598,7 @@ private:
     bool anonymous_ = false;
     bool held_ = false;
     bool broken_ = false;
+    mutable std::atomic<uint64_t> damaged_at_{kNoDamage};
     LogHeader header_;
     uint64_t file_end_ = 0;
     std::vector<unsigned char> buffer_;
