@@ -36,7 +36,7 @@
 // Cost: one validating pass over the line with an explicit stack (1 byte a level: any depth, no
 // recursion), skipping string content 16 (SSE2) or 32 (AVX2) bytes at a time; then the key's
 // value alone is read again to write its key. A scalar key is written directly; an array or object
-// key is built as a small tree (about 24 bytes a value) so that members can be sorted in linear
+// key is built as a small tree (about 32 bytes a value, with its child links) so that members can be sorted in linear
 // time, without recursion.
 #pragma once
 
@@ -366,14 +366,15 @@ private:
     std::string* error_ = nullptr;
     JsonScan scan_, active_ = JsonScan::scalar;
     std::vector<uint8_t> stack_;     // validation: 1 an object, 0 an array, per open level
-    std::vector<size_t> candidate_;  // the value offset of the last match of path member k
+    std::vector<size_t> candidate_;  // the value offset of the last match of path member k (k < matched)
     std::string name_;               // a decoded member name with escapes, to compare with the path
 
     // The tree of an array or object key.
     enum : uint8_t { kScalar, kArray, kObject };
-    struct Node {
-        uint64_t a, b;  // scalar: its canonical text_[a, a + b); container: kids_[a, ...), b members
-        uint8_t kind;
+    struct Node {  // 16 bytes: the tree of a deep key stays a small multiple of the line
+        uint64_t a;             // scalar: its canonical text_[a, a + b); container: kids_[a, ...)
+        uint64_t b : 62;        // scalar: the text's length; container: how many children (members)
+        uint64_t kind : 2;
     };
     struct Frame {
         size_t node, base;  // base: where its children start in pending_
@@ -548,7 +549,11 @@ private:
         size_t pos = skip_ws(0);
         if (pos == n_) return json_detail::npos;  // blank
         const size_t root = pos;
-        candidate_.assign(want, json_detail::npos);
+        candidate_.resize(want);
+        // The matches hold a prefix of the path: a match at level k lies inside the value of the
+        // one at level k - 1, and a later match at level k voids those below it. So a count, not
+        // a clearing loop (which would cost depth^2 on a deep path).
+        size_t matched = 0;
         stack_.clear();
         // The objects at levels 1..searched are the chain the path leads through; `match`: the
         // member just read is the one the path names at the innermost of them.
@@ -602,7 +607,7 @@ private:
         if (stack_.empty()) {
             if (pos != n_) return fail(pos, "unexpected data after the value");
             if (want == 0) return root;
-            return candidate_[want - 1];
+            return matched == want ? candidate_[want - 1] : json_detail::npos;
         }
         close_error = stack_.back() ? "expected ',' or '}'" : "expected ',' or ']'";
         if (pos >= n_) return fail(pos, close_error);
@@ -640,7 +645,7 @@ private:
             pos = skip_ws(pos + 1);
             if (match) {  // the last occurrence wins: forget what an earlier one led to
                 candidate_[searched - 1] = pos;
-                for (size_t k = searched; k < want; ++k) candidate_[k] = json_detail::npos;
+                matched = searched;
             }
             goto value;
         }
@@ -672,7 +677,11 @@ private:
     }
 
     size_t add_node(uint8_t kind, uint64_t a, uint64_t b) {
-        nodes_.push_back(Node{a, b, kind});
+        Node node;
+        node.a = a;
+        node.b = b;
+        node.kind = kind;
+        nodes_.push_back(node);
         return nodes_.size() - 1;
     }
 
