@@ -34,7 +34,7 @@
 // `missing`. The whole line is validated either way. Blank lines (whitespace only) are missing.
 //
 // Cost: one validating pass over the line with an explicit stack (1 byte a level: any depth, no
-// recursion), skipping string content 16 (SSE2) or 32 (AVX2) bytes at a time; then the key's
+// recursion), skipping string content 8, 16 or 32 bytes at a time (JsonScan); then the key's
 // value alone is read again to write its key. A scalar key is written directly; an array or object
 // key is built as a small tree (about 32 bytes a value, with its child links) so that members can be sorted in linear
 // time, without recursion.
@@ -65,11 +65,14 @@ struct JsonPath {
 
 enum class KeyStatus : uint8_t { found, missing, invalid };
 
-// How string content is skipped: 8 bytes at a time in plain C++ (scalar, every platform), or 16
-// (SSE2) or 32 (AVX2) bytes at a time. `automatic` follows the kernel level (cuckoo/cpu.hpp):
-// AVX2 at avx2 and above, else SSE2 where the compiler targets it (x86-64's baseline, as
-// dedup.hpp's newline_ends assumes), else scalar. All give the same results (test_json_key
-// checks them against each other); the explicit choices exist for those tests and benchmarks.
+// How string content is skipped: 8 bytes at a time in plain C++ (scalar: SWAR, every platform),
+// or 16 (SSE2) or 32 (AVX2) bytes at a time. `automatic` follows the kernel level (cuckoo/cpu.hpp):
+// scalar at portable, so that CUCKOO_CPU=portable and the tests at that level run the code every
+// platform runs; SSE2 at avx2 and above (AVX2 when SSE2 is not compiled in). SSE2 rather than
+// AVX2 because it measured faster on JSON lines (test_json_key's bench_json_key, AMD EPYC with
+// AVX-512, thread CPU time: 973 against 879 MB/s on 148-byte event lines, 2041 against 1908 on
+// 353-byte log lines): their strings are short, and the AVX2 copy is a call, not inlined. All
+// scans give the same results (test_json_key checks them against each other on random lines).
 enum class JsonScan : uint8_t { automatic, scalar, sse2, avx2 };
 
 namespace json_detail {
@@ -107,8 +110,7 @@ inline size_t find_special_sse2(const unsigned char* p, size_t i, size_t n) noex
         const unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(m));
         if (mask) return i + static_cast<size_t>(__builtin_ctz(mask));
     }
-    while (i < n && !string_special(p[i])) ++i;
-    return i;
+    return find_special_scalar(p, i, n);  // the tail: 8 bytes at a time, then bytes
 }
 #endif
 
@@ -122,8 +124,17 @@ __attribute__((target("avx2"))) inline size_t find_special_avx2(const unsigned c
         const unsigned mask = static_cast<unsigned>(_mm256_movemask_epi8(m));
         if (mask) return i + static_cast<size_t>(__builtin_ctz(mask));
     }
-    while (i < n && !string_special(p[i])) ++i;
-    return i;
+    // The tail (a line's last 31 bytes, where its last strings often lie): 16 bytes, then 8.
+    if (i + 16 <= n) {
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+        const __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm256_castsi256_si128(quote)),
+                                                    _mm_cmpeq_epi8(v, _mm256_castsi256_si128(slash))),
+                                       _mm_cmplt_epi8(v, _mm256_castsi256_si128(space)));
+        const unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(m));
+        if (mask) return i + static_cast<size_t>(__builtin_ctz(mask));
+        i += 16;
+    }
+    return find_special_scalar(p, i, n);
 }
 #endif
 
@@ -347,10 +358,16 @@ public:
     // Which string scan `automatic` runs now (and what a given choice falls back to on this build).
     static JsonScan resolve(JsonScan scan) noexcept {
 #if CUCKOO_X86_DISPATCH
-        if (scan == JsonScan::automatic) scan = kernels::use_avx2() ? JsonScan::avx2 : JsonScan::sse2;
+        if (scan == JsonScan::automatic) {
+#if defined(__SSE2__)
+            scan = kernels::use_avx2() ? JsonScan::sse2 : JsonScan::scalar;
+#else
+            scan = kernels::use_avx2() ? JsonScan::avx2 : JsonScan::scalar;
+#endif
+        }
         if (scan == JsonScan::avx2 && !cpu_supports(CpuLevel::avx2)) scan = JsonScan::sse2;
 #else
-        if (scan == JsonScan::automatic || scan == JsonScan::avx2) scan = JsonScan::sse2;
+        if (scan == JsonScan::automatic || scan == JsonScan::avx2) scan = JsonScan::sse2;  // (scalar if not compiled)
 #endif
 #if !defined(__SSE2__)
         if (scan == JsonScan::sse2) scan = JsonScan::scalar;
