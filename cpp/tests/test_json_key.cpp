@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <ctime>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "check.hpp"
@@ -420,6 +421,29 @@ TEST_CASE(reader_reuse_matches_fresh_calls) {
         CHECK_EQ(key1, key2);
         CHECK_EQ(err1, err2);
     }
+}
+
+TEST_CASE(readers_on_two_threads) {
+    // The pipeline runs one reader per producer thread: two at once give what one gives alone.
+    std::vector<std::string> lines;
+    LineMaker maker(99);
+    for (int k = 0; k < 4000; ++k) lines.push_back(maker.line());
+    const JsonPath path = make_path({"a"});
+    auto keys_of = [&](std::vector<std::string>& out) {
+        JsonKeyReader reader;
+        for (const std::string& line : lines) {
+            std::string key, error;
+            const KeyStatus s = reader.read(reinterpret_cast<const unsigned char*>(line.data()), line.size(), path, key, error);
+            out.push_back(std::to_string(static_cast<int>(s)) + ":" + key + error);
+        }
+    };
+    std::vector<std::string> alone, first, second;
+    keys_of(alone);
+    std::thread t1([&] { keys_of(first); }), t2([&] { keys_of(second); });
+    t1.join();
+    t2.join();
+    CHECK(first == alone);
+    CHECK(second == alone);
 }
 
 TEST_CASE(bench_json_key) {
