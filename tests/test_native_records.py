@@ -233,3 +233,49 @@ def test_fields_match_the_model(tmp_path, doc, mode, threads, block, first, extr
             assert (tmp_path / "out.txt").read_bytes() == b"".join(kept)
         else:
             assert not (tmp_path / "out.txt").exists()
+
+
+# ---- JSON Lines ----
+
+json_scalars = st.one_of(st.integers(-10**30, 10**30), st.text(alphabet="ab\u00e9\"\\\n\u2028", max_size=4))
+
+
+@st.composite
+def jsonl_documents(draw):
+    """Lines of objects {"i": n, "a": {"b": value}} (the key a.b, sometimes absent: then "a" is an
+    int), written with random spacing and escaping; the model's key is the value's canonical
+    text, which for ints and strings is json.dumps(ensure_ascii=False)."""
+    values = draw(st.lists(json_scalars, max_size=50))
+    lines, keys = [], []
+    for i, v in enumerate(values):
+        if keys and draw(st.booleans()):
+            v = draw(st.sampled_from([k[1] for k in keys]))
+        obj = {"i": i, "a": {"b": v}}
+        text = json.dumps(obj, ensure_ascii=draw(st.booleans()), separators=draw(
+            st.sampled_from([(",", ":"), (", ", ": ")])))
+        lines.append((text + draw(st.sampled_from(["\n", "\r\n"]))).encode("utf-8", "surrogatepass"))
+        keys.append((json.dumps(v, ensure_ascii=False), v))
+    return lines, [k for k, _ in keys]
+
+
+@SETTINGS
+@given(doc=jsonl_documents(), mode=MODES, threads=THREADS, block=BLOCKS)
+def test_jsonl_matches_the_model(tmp_path, doc, mode, threads, block):
+    lines, keys = doc
+    kept, dropped = first_occurrences(list(zip(lines, [[k] for k in keys])), lambda f: f[0])
+    r, (out, drop) = run_dedup(tmp_path, b"".join(lines), mode, threads, block, jsonl=True, key="a.b")
+    assert (out, drop) == (b"".join(kept), b"".join(dropped))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_jsonl_invalid_and_missing_lines_are_named(tmp_path, threads):
+    good = b"".join(b'{"k": %d}\n' % (i % 7) for i in range(100))
+    with pytest.raises(RecordError, match=r"^line 101: not valid JSON"):
+        run_dedup(tmp_path, good + b'{"k": 01}\n' + good, "store", threads, 64, jsonl=True, key="k")
+    assert (tmp_path / "out.txt").read_bytes() == b"".join(b'{"k": %d}\n' % i for i in range(7))
+    with pytest.raises(MissingFieldError, match=r"^line 101: no JSON field k"):
+        run_dedup(tmp_path, good + b'{"x": 1}\n', "exact", threads, 64, jsonl=True, key="k")
+    deep = b"[" * 100_000 + b"]" * 100_000
+    r, (out, _) = run_dedup(tmp_path, b'{"k": %s}\n{"k": %s}\n' % (deep, deep), "exact", threads, 1 << 16,
+                            jsonl=True, key="k")
+    assert r.lines_kept == 1

@@ -196,8 +196,14 @@ def test_jsonl_matches_python_json():
 
 
 def test_jsonl_key_is_the_json_text():
-    data = b'{"k": 1}\n{"k": "1"}\n{"k": 1}\n{"k": {"x": 1, "y": 2}}\n{"k":{"y":2,"x":1}}\n{"k": 1.0}\n'
-    assert run(rc.JsonlFraming("k"), data)[0] == b'{"k": 1}\n{"k": "1"}\n{"k": {"x": 1, "y": 2}}\n{"k": 1.0}\n'
+    data = (b'{"k": 1}\n{"k": "1"}\n{"k": 1}\n{"k": {"x": 1, "y": 2}}\n{"k":{"y":2,"x":1}}\n{"k": 1.0}\n'
+            b'{"k": 9007199254740993}\n{"k": 9007199254740992}\n{"k": 1e400}\n{"k": 2e400}\n{"k": "\\u00e9"}\n'
+            b'{"k": "\xc3\xa9"}\n')
+    # 1 and 1.0 are one number; the others are distinct numbers (no float rounding); a string
+    # escaped or not is one key.
+    assert run(rc.JsonlFraming("k"), data)[0] == (
+        b'{"k": 1}\n{"k": "1"}\n{"k": {"x": 1, "y": 2}}\n{"k": 9007199254740993}\n{"k": 9007199254740992}\n'
+        b'{"k": 1e400}\n{"k": 2e400}\n{"k": "\\u00e9"}\n')
 
 
 def test_jsonl_missing_and_invalid():

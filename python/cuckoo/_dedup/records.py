@@ -9,8 +9,9 @@ Three framings, each turning an input (any object with ``read(size)``) into bloc
 - :class:`CsvFraming` (``--csv -k NAME`` or ``-k N``): RFC 4180 records (quoted fields,
   embedded separators, quotes and newlines) parsed by Python's ``csv`` module; the first record
   is the header: always written, never a key; the key is the field's value (unquoted);
-- :class:`JsonlFraming` (``--jsonl -k a.b.c``): one JSON value per line; the key is the JSON
-  text of the value at the dotted path (``json.dumps`` with sorted keys and no spaces), so
+- :class:`JsonlFraming` (``--jsonl -k a.b.c``): one JSON value per line; the key is the canonical
+  JSON text of the value at the dotted path (cpp/include/cuckoo/dedup/json_key.hpp: sorted
+  members, decoded strings, numbers by their exact decimal value, never through floats), so
   ``1`` and ``"1"`` are different keys and ``{"a":1,"b":2}`` equals ``{"b": 2, "a": 1}``.
 
 A record without the field (too few fields, a path that does not lead to a value) follows
@@ -292,12 +293,6 @@ class FieldFraming:
 # ---- --jsonl -k a.b.c -------------------------------------------------------------------------
 
 
-def _json_key(value: Any) -> bytes:
-    import json  # imported here: start-up of cuckoo dedup
-
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass")
-
-
 class JsonlFraming:
     """Lines holding one JSON value each, keyed by the JSON text at a dotted path."""
 
@@ -305,8 +300,11 @@ class JsonlFraming:
         if not isinstance(path, str) or not path or any(p == "" for p in path.split(".")):
             raise ValueError(f"a JSON key is a dotted path of object members (a, a.b.c), not {path!r}")
         self.path = path.split(".")
+        self._members = [p.encode("utf-8", "surrogatepass") for p in self.path]
         self.missing = _check_missing(missing)
-        self.native = False  # (until the native JSON key extraction lands)
+        # Natively (dedup/json_key.hpp): exact numbers, any depth; the Python path (--missing
+        # keep/drop, streams without a file descriptor) reads the same keys through _core._json_key.
+        self.native = self.missing == "error"
 
     def native_spec(self) -> dict:
         return {"kind": "jsonl", "path": [p.encode("utf-8", "surrogatepass") for p in self.path]}
@@ -315,19 +313,14 @@ class JsonlFraming:
         return f"no JSON field {'.'.join(self.path)}"
 
     def _lookup(self, line: bytes, number: int) -> Optional[bytes]:
-        if not line.strip():
-            return None  # a blank line has no field
-        import json  # imported here: start-up of cuckoo dedup
+        """The key of one line by the native rule (dedup/json_key.hpp), so that both paths agree;
+        None: a blank line, or no value at the path."""
+        from .._core import _json_key
 
         try:
-            value = json.loads(line)
+            return _json_key(line, self._members)
         except ValueError as exc:
-            raise RecordError(number, f"not valid JSON ({exc})") from None
-        for part in self.path:
-            if not isinstance(value, dict) or part not in value:
-                return None
-            value = value[part]
-        return _json_key(value)
+            raise RecordError(number, str(exc)) from None
 
     def blocks(self, source: Any, block: int, max_key: Optional[int] = None) -> Iterator[Records]:
         line0 = 1

@@ -78,6 +78,7 @@ inline size_t record_end_before(const Framing& f, const unsigned char* p, size_t
 struct KeyScratch {
     std::string keys;   // the keys of the block's records, one after the other (KeyRef)
     std::string error;  // the message of a record that cannot be keyed
+    JsonKeyReader json;  // (its stack and tree, kept from record to record)
 };
 
 // Frames the records whose ends are ends[0, count) (one past each record's '\n') in p: fills
@@ -95,7 +96,7 @@ inline size_t frame_records(const Framing& f, const unsigned char* p, const uint
         const size_t at = scratch.keys.size();
         if (f.kind == FramingKind::jsonl) {
             if (len && p[start + len - 1] == '\r') --len;
-            status = json_key(p + start, len, f.json, scratch.keys, scratch.error);
+            status = scratch.json.read(p + start, len, f.json, scratch.keys, scratch.error);
         } else {
             const unsigned char* key = nullptr;
             size_t key_len = 0;
