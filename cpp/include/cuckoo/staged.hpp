@@ -315,6 +315,18 @@ public:
     // Why `other` cannot be merged exactly ("" if it can): the first stages must share hash algorithm, seed,
     // bucket size, fingerprint width and bucket count. A fixed filter also needs the same stages.
     std::string merge_mismatch(const StagedFilter& other) const {
+        const std::string why = layout_mismatch(other);
+        if (!why.empty()) return why;
+        if (!growable_) {
+            if (other.stages_.size() > stages_.size()) return "the other filter has grown and this one is not growable";
+            for (size_t k = 1; k < other.stages_.size(); ++k)
+                if (!stages_[k].same_layout(other.stages_[k])) return "different growth stages";
+        }
+        return "";
+    }
+    // Why the first stages of the two filters differ ("" if they do not): hash algorithm, seed,
+    // bucket size, fingerprint width, bucket layout or bucket count (merge_mismatch, intersect).
+    std::string layout_mismatch(const StagedFilter& other) const {
         const Filter& a = first();
         const Filter& b = other.first();
         if (a.hash_algorithm() != b.hash_algorithm()) return "different hash algorithms";
@@ -323,13 +335,49 @@ public:
         if (a.fingerprint_bits() != b.fingerprint_bits()) return "different fingerprint widths";
         if (a.semi_sorted() != b.semi_sorted()) return "one has semi-sorted buckets and the other not";
         if (a.bucket_count() != b.bucket_count()) return "different capacities (bucket counts)";
-        if (!growable_) {
-            if (other.stages_.size() > stages_.size()) return "the other filter has grown and this one is not growable";
-            for (size_t k = 1; k < other.stages_.size(); ++k)
-                if (!stages_[k].same_layout(other.stages_[k])) return "different growth stages";
-        }
         return "";
     }
+
+    // The multiset intersection (like collections.Counter's &), in place: each entry (bucket pair,
+    // fingerprint) of each stage of this filter keeps at most as many copies as `other` has
+    // copies that could be the same key's. Nothing is added, so it never needs room; a fixed and
+    // a growable filter intersect as well (the result keeps this filter's stages). All or
+    // nothing: on an error this filter is unchanged.
+    //
+    // Across stages (either filter grown): a key stored at level l here and at level l' in
+    // `other` has there, for l' <= l, the projection of its entry here (covering), and for
+    // l' > l an entry refining it (count_refining). Both are counted, so a key with n copies here
+    // (n_s in stage s, summing to n) and m in `other` keeps min(n_s, >= m) in each stage s:
+    // at least min(n, m) in all. Lookups of keys in only one filter may then answer differently
+    // for a & b and b & a (a coarse entry here covered by a finer one there keeps matching every
+    // key it matched); for one-stage filters a lookup answers exactly `in a and in b`.
+    void intersect(const StagedFilter& other) {
+        const std::string why = layout_mismatch(other);
+        if (!why.empty()) throw MergeError("cannot intersect filters: " + why);
+        require_writable();
+        if (stages_.size() == 1 && other.stages_.size() == 1) {
+            Filter result(stages_.front());
+            result.intersect_from(other.stages_.front());
+            stages_.front() = std::move(result);
+            return;
+        }
+        if (!all_in_chain() || !other.all_in_chain())
+            throw MergeError(
+                "cannot intersect filters: a growth stage (from a file of an earlier release) is not nested on the "
+                "first stage, so a key's copies in the two filters cannot be matched");
+        std::vector<Filter> result = stages_;
+        for (size_t k = 0; k < stages_.size(); ++k) {
+            const Filter& mine = stages_[k];
+            mine.for_each_entry([&](uint64_t i, uint32_t fp, unsigned copies) {
+                uint64_t theirs = covering(other.stages_, mine, i, fp);
+                for (const Filter& st : other.stages_)
+                    if (st.nest_level() > mine.nest_level() && theirs < copies) theirs += count_refining(st, mine, i, fp);
+                for (uint64_t c = theirs; c < copies; ++c) result[k].erase_entry(i, fp);
+            });
+        }
+        stages_ = std::move(result);
+    }
+
     // Merges `other` stage by stage (mode add: counts add, a multiset union; mode max: the larger
     // count of each fingerprint in its bucket pair, a set union): each of other's fingerprints goes
     // into the same bucket pair of the stage of the same geometry, exactly where inserting its
@@ -576,6 +624,22 @@ private:
             }
         }
         return false;
+    }
+    // Copies in `fine` (a higher level than `like`) whose projection is like's (bucket, fp): in
+    // the buckets below either bucket of the pair, with a fingerprint whose top bits are fp.
+    static uint64_t count_refining(const Filter& fine, const Filter& like, uint64_t bucket, uint32_t fp) {
+        const unsigned dl = fine.nest_level() - like.nest_level(), de = fine.fp_shift() - like.fp_shift();
+        const uint32_t lo = ((fp - 1) << de) + 1, hi = fp << de;  // as in find_refining
+        uint64_t n = 0;
+        for (uint64_t p : {bucket, like.alt_index(bucket, fp)}) {
+            for (uint64_t i = p << dl; i < (p + 1) << dl; ++i) {
+                for (unsigned s = 0; s < fine.bucket_size(); ++s) {
+                    const uint32_t f = fine.table().get(i, s);
+                    n += f >= lo && f <= hi;
+                }
+            }
+        }
+        return n;
     }
     // Inserts the entry (bucket, fp) of `like` into a stage of like's level in `stages`, adding an
     // empty one of that level if none has room.
