@@ -251,8 +251,8 @@ void merge_into(PyFilter& self, const PyFilter& other, cuckoo::MergeMode mode) {
     }
 }
 
-// The intersection &: locked like merge_into (other snapshotted first). It only removes
-// fingerprints, so it cannot overflow; a mismatch raises cuckoo::MergeError (ValueError in Python).
+// The intersection &: locked like merge_into (other snapshotted first). A mismatch raises
+// cuckoo::MergeError (ValueError in Python).
 void intersect_into(PyFilter& self, const PyFilter& other) {
     const cuckoo::StagedFilter snapshot = [&] {
         ReadLock lock(other);
@@ -260,8 +260,14 @@ void intersect_into(PyFilter& self, const PyFilter& other) {
         return other.core;
     }();
     WriteLock lock(self);
-    py::gil_scoped_release nogil;
-    self.core.intersect(snapshot);
+    try {
+        py::gil_scoped_release nogil;
+        self.core.intersect(snapshot);
+    } catch (const cuckoo::FilterFullError& e) {
+        // Grown filters only: the finer entries that replace coarser ones would need more stages
+        // than a filter may have (the filter is unchanged).
+        raise_filter_full(e.what(), 0, "max_stages");
+    }
 }
 
 // The binary operators: | (set union), + (multiset sum) and & (intersection), in place or into a

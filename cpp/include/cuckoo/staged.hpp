@@ -43,6 +43,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cuckoo/errors.hpp"  // MergeError, FilterFullError
@@ -340,17 +341,18 @@ public:
 
     // The multiset intersection (like collections.Counter's &), in place: each entry (bucket pair,
     // fingerprint) of each stage of this filter keeps at most as many copies as `other` has
-    // copies that could be the same key's. Nothing is added, so it never needs room; a fixed and
-    // a growable filter intersect as well (the result keeps this filter's stages). All or
-    // nothing: on an error this filter is unchanged.
+    // copies that could be the same key's. A fixed and a growable filter intersect as well (the
+    // result keeps this filter's kind). All or nothing: on an error this filter is unchanged.
     //
-    // Across stages (either filter grown): a key stored at level l here and at level l' in
-    // `other` has there, for l' <= l, the projection of its entry here (covering), and for
-    // l' > l an entry refining it (count_refining). Both are counted, so a key with n copies here
-    // (n_s in stage s, summing to n) and m in `other` keeps min(n_s, >= m) in each stage s:
-    // at least min(n, m) in all. Lookups of keys in only one filter may then answer differently
-    // for a & b and b & a (a coarse entry here covered by a finer one there keeps matching every
-    // key it matched); for one-stage filters a lookup answers exactly `in a and in b`.
+    // Across stages (either filter grown), for an entry E of level l here: a copy in `other` at a
+    // level <= l that E projects onto (covering) matches every key E matches, so E's copy stays.
+    // A copy F at a finer level that refines E (F's projection is E) matches only some of E's
+    // keys: their intersection is F, so a growable filter gets F's entry at F's level in place
+    // of E's copy (place_at_level; at most E's copies of each such F); a fixed one, which cannot
+    // add stages, keeps E's copy. A key with n copies here (n_s in stage s) and m in `other`
+    // keeps at least min(n_s, m) for each s, so at least min(n, m): no key in both is lost, and
+    // every entry of the result matches only keys that both filters match. For one-stage
+    // filters a lookup answers exactly `in this and in other`.
     void intersect(const StagedFilter& other) {
         const std::string why = layout_mismatch(other);
         if (!why.empty()) throw MergeError("cannot intersect filters: " + why);
@@ -365,16 +367,35 @@ public:
             throw MergeError(
                 "cannot intersect filters: a growth stage (from a file of an earlier release) is not nested on the "
                 "first stage, so a key's copies in the two filters cannot be matched");
+        struct Refined {
+            size_t stage;  // of `other`
+            uint64_t bucket;
+            uint32_t fp;
+            uint64_t copies;
+        };
+        std::vector<Refined> refined;
         std::vector<Filter> result = stages_;
         for (size_t k = 0; k < stages_.size(); ++k) {
             const Filter& mine = stages_[k];
             mine.for_each_entry([&](uint64_t i, uint32_t fp, unsigned copies) {
-                uint64_t theirs = covering(other.stages_, mine, i, fp);
-                for (const Filter& st : other.stages_)
-                    if (st.nest_level() > mine.nest_level() && theirs < copies) theirs += count_refining(st, mine, i, fp);
-                for (uint64_t c = theirs; c < copies; ++c) result[k].erase_entry(i, fp);
+                uint64_t keep = std::min<uint64_t>(copies, covering(other.stages_, mine, i, fp));
+                for (size_t t = 0; t < other.stages_.size() && keep < copies; ++t) {
+                    const Filter& st = other.stages_[t];
+                    if (st.nest_level() <= mine.nest_level()) continue;
+                    if (!growable_) {
+                        keep = std::min<uint64_t>(copies, keep + count_refining(st, mine, i, fp));
+                        continue;
+                    }
+                    for_each_refining(st, mine, i, fp, [&](uint64_t b, uint32_t f, unsigned n) {
+                        refined.push_back(Refined{t, b, f, std::min<uint64_t>(copies - keep, n)});
+                    });
+                }
+                for (uint64_t c = keep; c < copies; ++c) result[k].erase_entry(i, fp);
             });
         }
+        // Placed after every removal: the room the removals freed is there to use.
+        for (const Refined& r : refined)
+            for (uint64_t c = 0; c < r.copies; ++c) place_at_level(result, other.stages_[r.stage], r.bucket, r.fp);
         stages_ = std::move(result);
     }
 
@@ -640,6 +661,25 @@ private:
             }
         }
         return n;
+    }
+    // Calls visit(bucket, fp, copies) once for each distinct entry of `fine` (a higher level than
+    // `like`) that refines like's (bucket, fp) (see count_refining), `bucket` the lower of its pair.
+    template <class Visit>
+    static void for_each_refining(const Filter& fine, const Filter& like, uint64_t bucket, uint32_t fp, Visit&& visit) {
+        const unsigned dl = fine.nest_level() - like.nest_level(), de = fine.fp_shift() - like.fp_shift();
+        const uint32_t lo = ((fp - 1) << de) + 1, hi = fp << de;
+        std::vector<std::pair<uint64_t, uint32_t>> found;
+        for (uint64_t p : {bucket, like.alt_index(bucket, fp)}) {
+            for (uint64_t i = p << dl; i < (p + 1) << dl; ++i) {
+                for (unsigned s = 0; s < fine.bucket_size(); ++s) {
+                    const uint32_t f = fine.table().get(i, s);
+                    if (f >= lo && f <= hi) found.emplace_back(std::min(i, fine.alt_index(i, f)), f);
+                }
+            }
+        }
+        std::sort(found.begin(), found.end());
+        found.erase(std::unique(found.begin(), found.end()), found.end());
+        for (const auto& e : found) visit(e.first, e.second, fine.count_entry(e.first, e.second));
     }
     // Inserts the entry (bucket, fp) of `like` into a stage of like's level in `stages`, adding an
     // empty one of that level if none has room.
