@@ -453,25 +453,33 @@ public:
             unsigned copies;
         };
         std::vector<Excess> drop;
-        for_each_entry([&](uint64_t i, uint32_t fp, unsigned mine) {
-            const unsigned theirs = other.count_entry(i, fp);
-            if (mine > theirs) drop.push_back(Excess{i, fp, mine - theirs});
+        const TableProbe theirs = other.table_.probe();
+        for_each_entry([&](uint64_t i, uint64_t j, uint32_t fp, unsigned mine) {
+            const unsigned there = theirs.count(i, fp) + theirs.count(j, fp);
+            if (mine > there) drop.push_back(Excess{i, fp, mine - there});
         });
         for (const Excess& e : drop)
             for (unsigned c = 0; c < e.copies; ++c) erase_entry(e.bucket, e.fp);
     }
 
-    // Calls visit(bucket, fp, copies) once for each distinct (bucket pair, fingerprint) stored,
-    // with `bucket` the lower bucket of the pair holding a copy and `copies` the pair's count.
+    // Calls visit(bucket, alt, fp, copies) once for each distinct (bucket pair, fingerprint)
+    // stored, with `bucket` the lower bucket of the pair holding a copy, `alt` its alternate and
+    // `copies` the pair's count. Reads each bucket once in order; the alternates are random.
     template <class Visit>
     void for_each_entry(Visit&& visit) const {
+        const Locator loc = locator();
+        const TableProbe probe = table_.probe();
         for (uint64_t i = 0; i < bucket_count(); ++i) {
             for (unsigned s = 0; s < bucket_size(); ++s) {
                 const uint32_t fp = table_.get(i, s);
-                if (fp == 0 || table_.find_slot(i, fp) != static_cast<int>(s)) continue;  // first copy in i
-                const uint64_t j = alt_index(i, fp);
-                if (j < i && table_.count(j, fp) > 0) continue;  // visited at j, the lower bucket
-                visit(i, fp, count_entry(i, fp));
+                if (fp == 0) continue;
+                int first;
+                const unsigned here = probe.find_all(i, fp, first);
+                if (static_cast<unsigned>(first) != s) continue;  // not the first copy in bucket i
+                const uint64_t j = loc.alt_index(i, fp);
+                const unsigned there = probe.count(j, fp);
+                if (j < i && there > 0) continue;  // visited at j, the lower bucket
+                visit(i, j, fp, here + there);
             }
         }
     }

@@ -377,7 +377,7 @@ public:
         std::vector<Filter> result = stages_;
         for (size_t k = 0; k < stages_.size(); ++k) {
             const Filter& mine = stages_[k];
-            mine.for_each_entry([&](uint64_t i, uint32_t fp, unsigned copies) {
+            mine.for_each_entry([&](uint64_t i, uint64_t, uint32_t fp, unsigned copies) {
                 uint64_t keep = std::min<uint64_t>(copies, covering(other.stages_, mine, i, fp));
                 for (size_t t = 0; t < other.stages_.size() && keep < copies; ++t) {
                     const Filter& st = other.stages_[t];
