@@ -350,9 +350,9 @@ public:
     // keys: their intersection is F, so a growable filter gets F's entry at F's level in place
     // of E's copy (place_at_level; at most E's copies of each such F); a fixed one, which cannot
     // add stages, keeps E's copy. A key with n copies here (n_s in stage s) and m in `other`
-    // keeps at least min(n_s, m) for each s, so at least min(n, m): no key in both is lost, and
-    // every entry of the result matches only keys that both filters match. For one-stage
-    // filters a lookup answers exactly `in this and in other`.
+    // keeps at least min(n_s, m) for each s, so at least min(n, m): no key in both is lost. A
+    // key that an entry here and one there both match keeps the finer of the two, so (growable,
+    // or one stage each) a lookup answers exactly `in this and in other`.
     void intersect(const StagedFilter& other) {
         const std::string why = layout_mismatch(other);
         if (!why.empty()) throw MergeError("cannot intersect filters: " + why);
