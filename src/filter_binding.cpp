@@ -251,16 +251,43 @@ void merge_into(PyFilter& self, const PyFilter& other, cuckoo::MergeMode mode) {
     }
 }
 
-// The binary operators: | (set union) and + (multiset sum), in place or into a copy.
-py::object merge_op(const py::handle& self, const py::handle& other, cuckoo::MergeMode mode, bool in_place) {
+// The intersection &: locked like merge_into (other snapshotted first). A mismatch raises
+// cuckoo::MergeError (ValueError in Python).
+void intersect_into(PyFilter& self, const PyFilter& other) {
+    const cuckoo::StagedFilter snapshot = [&] {
+        ReadLock lock(other);
+        py::gil_scoped_release nogil;
+        return other.core;
+    }();
+    WriteLock lock(self);
+    try {
+        py::gil_scoped_release nogil;
+        self.core.intersect(snapshot);
+    } catch (const cuckoo::FilterFullError& e) {
+        // Grown filters only: the finer entries that replace coarser ones would need more stages
+        // than a filter may have (the filter is unchanged).
+        raise_filter_full(e.what(), 0, "max_stages");
+    }
+}
+
+// The binary operators: | (set union), + (multiset sum) and & (intersection), in place or into a
+// copy. `combine(PyFilter& into, const PyFilter& other)` does the in-place step.
+template <class Combine>
+py::object combine_op(const py::handle& self, const py::handle& other, bool in_place, Combine&& combine) {
     if (!py::isinstance<PyFilter>(other)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
     if (in_place) {
-        merge_into(self.cast<PyFilter&>(), other.cast<const PyFilter&>(), mode);
+        combine(self.cast<PyFilter&>(), other.cast<const PyFilter&>());
         return py::reinterpret_borrow<py::object>(self);
     }
     PyFilter result = copy_of(self.cast<const PyFilter&>());
-    merge_into(result, other.cast<const PyFilter&>(), mode);
+    combine(result, other.cast<const PyFilter&>());
     return py::cast(std::move(result));
+}
+py::object merge_op(const py::handle& self, const py::handle& other, cuckoo::MergeMode mode, bool in_place) {
+    return combine_op(self, other, in_place, [mode](PyFilter& into, const PyFilter& o) { merge_into(into, o, mode); });
+}
+py::object intersect_op(const py::handle& self, const py::handle& other, bool in_place) {
+    return combine_op(self, other, in_place, intersect_into);
 }
 
 // The whole-table comparison of == and != (seconds for filters of 10^7 keys), without the GIL.
@@ -405,6 +432,24 @@ Keys are int (64-bit, signed or unsigned), bytes, or str (hashed as UTF-8).
     cls.def("__add__", [](py::object self, const py::handle& other) {
         return merge_op(self, other, cuckoo::MergeMode::add, false);
     }, py::arg("other"));
+    // Like collections.Counter's &: the smaller count of each fingerprint in its bucket pair.
+    cls.def("__iand__", [](py::object self, const py::handle& other) {
+        return intersect_op(self, other, true);
+    }, py::arg("other"));
+    cls.def("__and__", [](py::object self, const py::handle& other) {
+        return intersect_op(self, other, false);
+    }, py::arg("other"));
+    cls.def("intersection", [](const py::object& self, const py::object& other) {
+        if (!py::isinstance<PyFilter>(other))
+            throw py::type_error("intersection needs a cuckoo.Filter, not " +
+                                 py::str(py::type::handle_of(other).attr("__name__")).cast<std::string>());
+        return intersect_op(self, other, false);
+    }, py::arg("other"),
+            "A new filter of the keys (maybe) in both, the same as self & other: each fingerprint keeps the smaller "
+            "of its two counts (like collections.Counter's &), so a key added to both is always kept. A key in only "
+            "one of them stays when the other has a false positive for it. Needs the same seed, hash algorithm, "
+            "bucket size, fingerprint width, bucket layout and capacity: else ValueError naming what differs, "
+            "both filters unchanged.");
     cls.def("compact", [](PyFilter& self) {
         WriteLock lock(self);
         return self.core.compact();

@@ -142,7 +142,8 @@ ARGS = {
     "add": (1,), "add_unique": (1,), "discard": (1,), "remove": (1,), "count": (1,), "__contains__": (1,),
     "add_many": ([1],), "add_unique_many": ([1],), "contains_many": ([1],), "discard_many": ([1],),
     "count_many": ([1],), "update": ([1],), "merge": (None,), "__eq__": (None,), "__ne__": (None,),
-    "__or__": (None,), "__ior__": (None,), "bucket_indices": (1,), "alt_index": (0, 1), "__deepcopy__": ({},),
+    "__or__": (None,), "__ior__": (None,), "__and__": (None,), "__iand__": (None,), "intersection": (None,),
+    "bucket_indices": (1,), "alt_index": (0, 1), "__deepcopy__": ({},),
 }
 NOT_BUILT = "not initialised"
 
@@ -182,7 +183,8 @@ def test_every_public_member_of_an_unbuilt_filter_raises_type_error(tmp_path):
     # the same through operators, builtins and the other filter's side
     for call in (lambda: len(f), lambda: 1 in f, lambda: f == other, lambda: other == f, lambda: other != f,
                  lambda: other | f, lambda: other.merge(f), lambda: copy.copy(f), lambda: copy.deepcopy(f),
-                 lambda: pickle.dumps(f), lambda: repr(f), lambda: other.__ior__(f)):
+                 lambda: pickle.dumps(f), lambda: repr(f), lambda: other.__ior__(f), lambda: other & f,
+                 lambda: other.__iand__(f)):
         with pytest.raises(TypeError, match=NOT_BUILT):
             call()
     assert len(other) == 0 and other == Filter(10)  # the other filter is unchanged

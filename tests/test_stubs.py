@@ -19,7 +19,7 @@ STUB = pathlib.Path(cuckoo.__file__).with_name("_core.pyi")
 # Dunders that are ours (defined by the binding or installed by the package); the rest come
 # from `object` or pybind11 and are not part of the API.
 OUR_DUNDERS = {
-    "__init__", "__contains__", "__len__", "__eq__", "__ne__", "__or__", "__ior__", "__add__", "__iadd__", "__copy__",
+    "__init__", "__contains__", "__len__", "__eq__", "__ne__", "__or__", "__ior__", "__add__", "__iadd__", "__and__", "__iand__", "__copy__",
     "__deepcopy__", "__reduce__", "__hash__",
 }
 

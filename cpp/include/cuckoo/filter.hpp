@@ -436,6 +436,54 @@ public:
         return true;
     }
 
+    // The multiset intersection on fingerprints (like collections.Counter's &): for every (bucket
+    // pair, fingerprint) of this filter, only the smaller of the two filters' counts stays (other:
+    // same layout). Every entry of the result is one of this filter's, so nothing needs room and
+    // it cannot fail. A key's count in the result is min(count here, count in other): a key added
+    // to both is kept, and a lookup answers exactly `key in this and key in other` (see
+    // docs/distributed.md for the false-positive rate this gives).
+    void intersect_from(const Filter& other) {
+        require_writable();
+        if (!same_layout(other)) throw std::invalid_argument("intersect_from needs filters of the same layout");
+        // The copies to drop are found first and removed after the scan: removing a fingerprint
+        // may reorder its bucket (semi-sorted buckets), which would derail a scan in progress.
+        struct Excess {
+            uint64_t bucket;
+            uint32_t fp;
+            unsigned copies;
+        };
+        std::vector<Excess> drop;
+        const TableProbe theirs = other.table_.probe();
+        for_each_entry([&](uint64_t i, uint64_t j, uint32_t fp, unsigned mine) {
+            const unsigned there = theirs.count(i, fp) + theirs.count(j, fp);
+            if (mine > there) drop.push_back(Excess{i, fp, mine - there});
+        });
+        for (const Excess& e : drop)
+            for (unsigned c = 0; c < e.copies; ++c) erase_entry(e.bucket, e.fp);
+    }
+
+    // Calls visit(bucket, alt, fp, copies) once for each distinct (bucket pair, fingerprint)
+    // stored, with `bucket` the lower bucket of the pair holding a copy, `alt` its alternate and
+    // `copies` the pair's count. Reads each bucket once in order; the alternates are random.
+    template <class Visit>
+    void for_each_entry(Visit&& visit) const {
+        const Locator loc = locator();
+        const TableProbe probe = table_.probe();
+        for (uint64_t i = 0; i < bucket_count(); ++i) {
+            for (unsigned s = 0; s < bucket_size(); ++s) {
+                const uint32_t fp = table_.get(i, s);
+                if (fp == 0) continue;
+                int first;
+                const unsigned here = probe.find_all(i, fp, first);
+                if (static_cast<unsigned>(first) != s) continue;  // not the first copy in bucket i
+                const uint64_t j = loc.alt_index(i, fp);
+                const unsigned there = probe.count(j, fp);
+                if (j < i && there > 0) continue;  // visited at j, the lower bucket
+                visit(i, j, fp, here + there);
+            }
+        }
+    }
+
     // ---- rebuilding from serialized parts (cuckoo/format.hpp) ----
     // A filter around an existing table (owned, or a read-only view of a mapped file) and the
     // state the table does not hold. Parameters are checked like the constructor's; `count` must
