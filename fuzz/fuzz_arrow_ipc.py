@@ -3,7 +3,7 @@
     python fuzz/fuzz_arrow_ipc.py /tmp/new fuzz/corpus/arrow_ipc -max_total_time=60
 
 An input is the bytes of an Arrow IPC file (``ARROW1``) or stream. Whatever the bytes,
-cuckoo._columnar.dedup_columnar either dedups the file by its column ``k`` (exactly, against an
+cuckoo._dedup.columnar.dedup_columnar either dedups the file by its column ``k`` (exactly, against an
 anonymous store) or raises ValueError (naming the file) or KeyError / TypeError (no usable ``k``
 column): a crash, a sanitizer report or any other exception is a finding. A corrupt IPC file used
 to crash the interpreter (a buffer offset past the file's end: SIGBUS; bad string offsets:
@@ -22,7 +22,7 @@ import atheris
 
 with atheris.instrument_imports(include=["cuckoo"]):
     import cuckoo  # noqa: F401
-    from cuckoo import _columnar
+    from cuckoo._dedup import columnar as _columnar
 
 # libFuzzer ends the process with exit(): give it a folder that the caller removes (CI sets
 # CUCKOO_FUZZ_TMP to its scratch folder), else one under the system temp.

@@ -1,4 +1,4 @@
-"""cuckoo._columnar: Parquet and Arrow IPC dedup by a column, row group by row group, against
+"""cuckoo._dedup.columnar: Parquet and Arrow IPC dedup by a column, row group by row group, against
 pyarrow + pandas drop_duplicates."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 pd = pytest.importorskip("pandas")
 
-from cuckoo import _columnar as co  # noqa: E402
+from cuckoo._dedup import columnar as co  # noqa: E402
 
 
 def table(n: int, seed: int, nulls: bool = False) -> "pa.Table":
@@ -115,7 +115,7 @@ def test_errors(tmp_path):
 
 _CORRUPT_RUNNER = r"""
 import json, os, random, sys
-from cuckoo import _columnar as co
+from cuckoo._dedup import columnar as co
 
 src, work, fmt, seed, flips = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
 data = open(src, "rb").read()

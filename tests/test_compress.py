@@ -1,4 +1,4 @@
-"""cuckoo._compress: inputs recognised by their magic bytes (any name), decompressed on a thread;
+"""cuckoo._dedup.compress: inputs recognised by their magic bytes (any name), decompressed on a thread;
 outputs compressed by their suffix; flush() makes everything written so far decompressible."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from cuckoo import _compress as cz
+from cuckoo._dedup import compress as cz
 
 zstandard = pytest.importorskip("zstandard")  # in the test extra (and the zstd extra)
 

@@ -1,4 +1,4 @@
-"""cuckoo._records: keyed records (-t/-k, --csv, --jsonl, --missing) against reference tools on
+"""cuckoo._dedup.records: keyed records (-t/-k, --csv, --jsonl, --missing) against reference tools on
 the same data: awk for separated fields, Python's csv and json modules for CSV and JSON Lines."""
 
 from __future__ import annotations

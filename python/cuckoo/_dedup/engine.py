@@ -24,7 +24,7 @@ from cuckoo._numpy import np
 import cuckoo
 from cuckoo import Filter, FilterFullError
 
-from cuckoo import _compress as compress
+from . import compress
 
 from .errors import EXIT_WRITE, ReportedError, one_line
 from .outputs import OutputFile, check_run_files, refuse_clobber, store_files
@@ -747,7 +747,7 @@ def _check_files(source: Any, out: Any, dropped: Any, store: Any) -> None:
 
 def _columnar_format(source: Any) -> Optional[str]:
     """"parquet"/"ipc"/"ipc-stream" for the path of a Parquet or Arrow IPC file, else None."""
-    from cuckoo._columnar import sniff_columnar  # (here: start-up of cuckoo dedup)
+    from .columnar import sniff_columnar  # (here: start-up of cuckoo dedup)
 
     if not isinstance(source, (str, os.PathLike)):
         return None
@@ -763,7 +763,7 @@ def _columnar_format(source: Any) -> Optional[str]:
 def _dedup_columnar(source: Any, out: Any, key: Any, exact: bool, store: Any, filter: Optional[Filter],
                     capacity: Optional[int], fpr: Optional[float], seed: Optional[int], dropped: Any, missing: str,
                     sep: Any, csv: bool, jsonl: bool) -> DedupResult:
-    from cuckoo._columnar import dedup_columnar
+    from .columnar import dedup_columnar
 
     if key is None or sep is not None or csv or jsonl:
         raise ValueError("cuckoo.dedup: a Parquet or Arrow file is deduplicated by a column: give key=COLUMN "

@@ -108,7 +108,7 @@ class OutputFile:
     over it by commit(), removed by abort()) or in place. NAME.gz/.bz2/.xz/.zst is compressed."""
 
     def __init__(self, path: Any, atomic: bool = True) -> None:
-        from cuckoo import _compress as compress  # (here: start-up of cuckoo dedup)
+        from . import compress  # (here: start-up of cuckoo dedup)
 
         self.path = os.fspath(path)
         self.tmp: Optional[str] = None

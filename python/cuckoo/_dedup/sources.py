@@ -14,7 +14,7 @@ from cuckoo._numpy import np
 
 from cuckoo import Filter, FilterFullError
 
-from cuckoo import _compress as compress
+from cuckoo._dedup import compress
 
 from .errors import EXIT_USAGE, ReportedError as CliError, one_line as _one_line
 
@@ -298,7 +298,7 @@ class Source:
 
     def _decompressed(self, raw: IO[bytes]) -> IO[bytes]:
         """`raw`, or when its first bytes are a gzip/bzip2/xz/zstd magic number (whatever the
-        name), a reader of it decompressed on a thread of its own (cuckoo._compress)."""
+        name), a reader of it decompressed on a thread of its own (cuckoo._dedup.compress)."""
         self._raw = raw
         self._checked = True
         try:
@@ -319,7 +319,7 @@ class Source:
         return CliError(f"cuckoo: cannot {verb} input '{self.name}': {_one_line(exc)}", EXIT_USAGE)
 
     def decompress_error(self, exc: ValueError) -> CliError:
-        """The one-line error of corrupt or truncated compressed data (cuckoo._compress)."""
+        """The one-line error of corrupt or truncated compressed data (cuckoo._dedup.compress)."""
         msg = _one_line(exc)
         msg = msg[len(self.name) + 2:] if msg.startswith(self.name + ": ") else msg
         return CliError(f"cuckoo: cannot read input '{self.name}': {msg}", EXIT_USAGE)

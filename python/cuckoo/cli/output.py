@@ -10,7 +10,7 @@ import sys
 import time
 from typing import IO, List, Optional, Sequence, Tuple, Union
 
-from cuckoo import _compress as compress
+from cuckoo._dedup import compress
 from cuckoo._dedup.report import Progress, _bytes, _si, _small  # noqa: F401 (re-exported)
 from cuckoo._dedup.engine import write_error  # noqa: F401 (re-exported)
 from cuckoo._dedup.outputs import OutputFile, refuse_clobber, same_file as _same_file, store_files  # noqa: F401
@@ -68,7 +68,7 @@ class Output:
         self.what = f"output '{path}'"
         refuse_clobber(path, "output", inputs_of(inputs))
         try:
-            # NAME.gz/.bz2/.xz/.zst: compressed on a thread of its own (cuckoo._compress); written
+            # NAME.gz/.bz2/.xz/.zst: compressed on a thread of its own (cuckoo._dedup.compress); written
             # to a temporary file beside it and renamed at the end of a run that succeeds
             # (`atomic`: unless a store records what was written)
             self.fh = OutputFile(path, atomic)

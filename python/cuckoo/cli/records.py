@@ -1,5 +1,5 @@
 """dedup's record options: -t/-k, --csv, --jsonl, --missing, --dropped, and Parquet / Arrow IPC
-inputs (cuckoo._dedup.records, cuckoo._columnar)."""
+inputs (cuckoo._dedup.records, cuckoo._dedup.columnar)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import stat
 import time
 from typing import Any, List, Optional
 
-from cuckoo._columnar import ARROW_HINT, sniff_columnar
+from cuckoo._dedup.columnar import ARROW_HINT, sniff_columnar
 from cuckoo._dedup.records import framing_of
 
 from .common import CliError, EXIT_OK, EXIT_USAGE, _one_line
@@ -71,7 +71,7 @@ def cmd_dedup_columnar(args: argparse.Namespace) -> int:
     if args.exact and (args.capacity is not None or args.fpr is not None or args.seed is not None):
         raise CliError("cuckoo dedup: --capacity/--fpr/--seed are for the filter; --exact keeps every key exactly",
                        EXIT_USAGE)
-    from cuckoo._columnar import dedup_columnar
+    from cuckoo._dedup.columnar import dedup_columnar
 
     start = time.perf_counter()
     try:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from typing import Any, Iterator, Optional, Tuple
 
-from ._numpy import np
+from .._numpy import np
 
 __all__ = ["sniff_columnar", "ColumnarResult", "dedup_columnar"]
 
@@ -181,8 +181,8 @@ def dedup_columnar(source: Any, out: Any, key: str, *, exact: bool = False, filt
     growable one sized by the row count and `fpr`, default 1e-4): a new key is dropped by
     mistake with about the filter's FPR. `dropped`: a file of the same format for the other rows.
     """
-    from ._core import Filter
-    from .store import Store
+    from .._core import Filter
+    from ..store import Store
 
     if missing not in ("keep", "drop", "error"):
         raise ValueError(f"missing must be one of keep, drop, error, not {missing!r}")
