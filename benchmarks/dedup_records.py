@@ -90,7 +90,8 @@ def write_inputs(tmp: str, n: int, seed: int, which: Sequence[str]) -> Dict[str,
             import pyarrow.csv as pc
             import pyarrow.parquet as pq
 
-            table = pc.read_csv(p, convert_options=pc.ConvertOptions(column_types={"id": "int64"}))
+            table = pc.read_csv(p, parse_options=pc.ParseOptions(newlines_in_values=True),
+                                convert_options=pc.ConvertOptions(column_types={"id": "int64"}))
             pq.write_table(table, os.path.join(tmp, "events.parquet"), row_group_size=1 << 20)
             paths["parquet"] = os.path.join(tmp, "events.parquet")
     if "tsv" in which:
