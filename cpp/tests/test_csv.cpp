@@ -187,6 +187,16 @@ TEST_CASE(one_column_keys) {
     REQUIRE(cuckoo::dedup::field_key(u(rec), rec.size(), columns({1}), scratch, data, len, error) == KeyStatus::found);
     CHECK(data == u(rec) + 4);
     CHECK_EQ(len, size_t(4));
+    // A key that needs unescaping is appended to scratch after what it held.
+    scratch = "kept";
+    const std::string rec2 = "\"a\"\"b\",c";
+    REQUIRE(cuckoo::dedup::field_key(u(rec2), rec2.size(), columns({0}), scratch, data, len, error) == KeyStatus::found);
+    CHECK_EQ(scratch, std::string("kepta\"b"));
+    CHECK(data == reinterpret_cast<const unsigned char*>(scratch.data()) + 4);
+    CHECK_EQ(std::string(reinterpret_cast<const char*>(data), len), std::string("a\"b"));
+    REQUIRE(cuckoo::dedup::field_key(u(rec2), rec2.size(), columns({1, 0}), scratch, data, len, error) == KeyStatus::found);
+    CHECK_EQ(std::string(reinterpret_cast<const char*>(data), len), std::string("\x01" "c\x03" "a\"b"));
+    CHECK_EQ(scratch.substr(0, 7), std::string("kepta\"b"));
 }
 
 TEST_CASE(invalid_records) {

@@ -253,7 +253,8 @@ inline size_t csv_record_ends(const unsigned char* p, size_t n, unsigned char qu
     return sink.count;
 }
 
-// The same with the path chosen by the caller (the tests compare the two).
+// The same with the path chosen by the caller (the tests compare the two); quote must be
+// non-zero here.
 inline size_t csv_record_ends_path(const unsigned char* p, size_t n, unsigned char quote, uint64_t* ends,
                                    unsigned char delimiter, bool vector) noexcept {
     csv_detail::EndsSink sink{ends};
@@ -407,8 +408,10 @@ inline size_t strip_cr(const unsigned char* p, size_t n) noexcept { return n && 
 // The key of one record p[0, n), given without its '\n' (a '\r' before it is stripped here, if
 // present). Returns
 //   found:   key_data/key_len point at the key: into p when it is one field that needs no
-//            unescaping (no copy), else into `scratch` (cleared, then the key appended;
-//            valid until scratch changes);
+//            unescaping (no copy), else into `scratch`: the key is appended there (what scratch
+//            held stays, so a caller may gather a block's keys in one buffer and keep offsets:
+//            the key starts at scratch's size before the call); key_data is valid until scratch
+//            changes;
 //   missing: the record has fewer fields than the key needs (an empty line has none in CSV);
 //   invalid: not valid CSV; `error` names the problem.
 inline KeyStatus field_key(const unsigned char* p, size_t n, const FieldKeySpec& spec, std::string& scratch,
@@ -453,10 +456,10 @@ inline KeyStatus field_key(const unsigned char* p, size_t n, const FieldKeySpec&
             key_data = p + key.begin;
             key_len = key.end - key.begin;
         } else {
-            scratch.clear();
+            const size_t at = scratch.size();
             unescape(p, key, quote, scratch);
-            key_data = reinterpret_cast<const unsigned char*>(scratch.data());
-            key_len = scratch.size();
+            key_data = reinterpret_cast<const unsigned char*>(scratch.data()) + at;
+            key_len = scratch.size() - at;
         }
         return KeyStatus::found;
     }
@@ -470,13 +473,13 @@ inline KeyStatus field_key(const unsigned char* p, size_t n, const FieldKeySpec&
         }, error))
         return KeyStatus::invalid;
     if (fields.size() <= max_col) return KeyStatus::missing;
-    scratch.clear();
+    const size_t at = scratch.size();
     for (uint32_t c : spec.columns) {
         put_varint(unescaped_length(p, fields[c], quote), scratch);
         unescape(p, fields[c], quote, scratch);
     }
-    key_data = reinterpret_cast<const unsigned char*>(scratch.data());
-    key_len = scratch.size();
+    key_data = reinterpret_cast<const unsigned char*>(scratch.data()) + at;
+    key_len = scratch.size() - at;
     return KeyStatus::found;
 }
 
