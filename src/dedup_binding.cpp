@@ -54,7 +54,8 @@ void register_dedup_exact(py::module_& m) {
             first.searched = bom;
             for (size_t i = bom; i < s.size(); ++i) {
                 if (p[i] != '\n') continue;
-                cuckoo::dedup::csv_scan(p, i + 1, static_cast<unsigned char>(quote), first);
+                cuckoo::dedup::csv_scan(p, i + 1, static_cast<unsigned char>(quote), first,
+                                        static_cast<unsigned char>(delimiter));
                 if (first.last_end) {
                     end = first.last_end;
                     break;

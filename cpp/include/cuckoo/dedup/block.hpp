@@ -339,7 +339,7 @@ inline void split_records(Block& b, const Framing& f, uint64_t max_key) {
         b.line_end.reset(new uint64_t[cap]);
         b.line_cap = cap;
     }
-    size_t n = f.quoted() ? csv_record_ends(p, b.used, f.fields.quote, b.line_end.get())
+    size_t n = f.quoted() ? csv_record_ends(p, b.used, f.fields.quote, b.line_end.get(), f.fields.delimiter)
                           : newline_ends(p, b.used, b.line_end.get());
     // A CSV block ends at a record end, except at the end of the input inside an open quote.
     const bool unclosed = n == 0 ? b.used > 0 : b.line_end[n - 1] != b.used;

@@ -61,7 +61,7 @@ struct FrameStop {
 // block: the pipeline reads more and asks again).
 inline size_t record_end_before(const Framing& f, const unsigned char* p, size_t n, CsvCut& cut) noexcept {
     if (f.quoted()) {
-        csv_scan(p, n, f.fields.quote, cut);
+        csv_scan(p, n, f.fields.quote, cut, f.fields.delimiter);
         return cut.last_end;
     }
     for (size_t i = n; i > cut.searched; --i) {
