@@ -327,3 +327,23 @@ def test_import_and_a_file_dedup_leave_numpy_unimported(tmp_path):
     assert r.returncode == 0, r.stderr.decode()
     assert (tmp_path / "out.txt").read_bytes() == b"b\na\nc\n"
 
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    (dict(source=io.StringIO("a\nb\n")), TypeError, "source is a text stream"),
+    (dict(out=io.StringIO()), TypeError, "out is a text stream"),
+    (dict(dropped=io.StringIO()), TypeError, "dropped is a text stream"),
+    (dict(filter=cuckoo.Store()), TypeError, "a Store is store="),
+    (dict(block_size=1.5), ValueError, "block_size must be an int"),
+    (dict(threads=10**6), ValueError, "threads must be an int from 1 to"),
+    (dict(missing="bogus"), ValueError, "missing"),
+    (dict(exact=True, fpr=1e-4), ValueError, "for the filter"),
+])
+def test_wrong_arguments_get_a_clear_error(tmp_path, kwargs, error, message):
+    src = tmp_path / "in.txt"
+    src.write_bytes(b"a\nb\na\n")
+    source = kwargs.pop("source", src)
+    out = kwargs.pop("out", tmp_path / "out.txt")
+    with pytest.raises(error, match=message):
+        cuckoo.dedup(source, out, **kwargs)
+    assert not (tmp_path / "out.txt").exists()

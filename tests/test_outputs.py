@@ -209,3 +209,28 @@ def test_devices_are_written_in_place(tmp_path, inp):
         p = cli("dedup", "-q", inp, "-o", "/dev/full")
         assert p.returncode == 4 and b"No space left" in p.stderr
         assert stat.S_ISCHR(os.stat("/dev/full").st_mode)  # still the device, never replaced by a file
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--threads", "100000"], "--threads: at most"),
+    (["--block-size", "99999999999999"], "--block-size: at most 1G"),
+    (["--approx", "--fpr", "1e-12"], "--fpr: fpr is too small"),
+    (["--approx", "--capacity", "5e12"], "capacity is too large"),
+    (["--exact", "--fpr", "1e-3"], "--fpr is for the filter"),
+])
+def test_out_of_range_options_are_one_line_errors(inp, tmp_path, args, message):
+    p = cli("dedup", *args, inp, "-o", tmp_path / "out.txt")
+    err = p.stderr.decode().strip().splitlines()
+    assert p.returncode == 1 and message in err[-1] and "Traceback" not in p.stderr.decode(), err
+    assert not (tmp_path / "out.txt").exists()
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+@pytest.mark.parametrize("mode", ["--exact", "--approx"])
+def test_a_reader_that_goes_away_ends_the_run_quietly(tmp_path, threads, mode):
+    src = tmp_path / "in.txt"
+    src.write_bytes(b"".join(b"%d\n" % i for i in range(300_000)))
+    p = subprocess.run(f"{sys.executable} -m cuckoo dedup {mode} --threads {threads} {src} | head -1",
+                       shell=True, capture_output=True, timeout=120,
+                       env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert p.stdout == b"0\n" and p.stderr == b""

@@ -12,6 +12,7 @@ sinks, the counts) stays as it is.
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import stat
@@ -41,8 +42,18 @@ DEFAULT_BLOCK = 1 << 20
 DEDUP_FPR = 1e-4
 
 
+# The most threads and the largest block a run takes (more is a typo, not a plan: each thread
+# holds blocks, and a block is read whole into memory).
+MAX_THREADS = 1024
+MAX_BLOCK = 1 << 30
+
+
 def write_error(what: str, exc: OSError) -> ReportedError:
-    """A failed write to an output (ENOSPC, EIO, EPIPE with SIGPIPE ignored, ...): one line, exit 4."""
+    """A failed write to an output (ENOSPC, EIO, ...): one line, exit 4. A reader of standard
+    output that went away (`cuckoo dedup big | head -1`: EPIPE, whichever thread wrote) ends the
+    run quietly with the status of a process killed by SIGPIPE, as other filters in a pipe end."""
+    if what == "to standard output" and getattr(exc, "errno", None) == errno.EPIPE:
+        return ReportedError("", 128 + 13)
     return ReportedError(f"cuckoo: cannot write {what}: {one_line(exc)}", EXIT_WRITE)
 
 # Exact dedup reads blocks of 4 MiB: each block is one pass of the store's sorted verification over
@@ -671,6 +682,13 @@ def dedup(source: Any, out: Any = None, *, exact: Optional[bool] = None, store: 
     ``b"a"``); lines are written back exactly as read; a last line without ``\\n`` gets one only
     when more input follows it.
     """
+    if filter is not None and not isinstance(filter, Filter):
+        raise TypeError(f"cuckoo.dedup: filter must be a cuckoo.Filter, not {type(filter).__name__}"
+                        + (" (a Store is store=)" if isinstance(filter, cuckoo.Store) else ""))
+    for name, stream in (("source", source), ("out", out), ("dropped", dropped)):
+        if isinstance(stream, io.TextIOBase):
+            raise TypeError(f"cuckoo.dedup: {name} is a text stream: records are bytes, give a binary one "
+                            f"(open(path, {'rb' if name == 'source' else 'wb'!r}), io.BytesIO)")
     if exact is not None and not isinstance(exact, bool):
         raise TypeError(f"cuckoo.dedup: exact must be True, False or None, not {type(exact).__name__}")
     filter_asked = filter is not None or capacity is not None or fpr is not None or seed is not None
@@ -688,10 +706,12 @@ def dedup(source: Any, out: Any = None, *, exact: Optional[bool] = None, store: 
         if isinstance(memory, bool) or not isinstance(memory, int) or memory < 4096:
             raise ValueError(f"cuckoo.dedup: memory must be an int of at least 4096 bytes, got {memory!r}")
     _check_files(source, out, dropped, store)
-    if threads is not None and (not isinstance(threads, int) or threads < 1):
-        raise ValueError(f"cuckoo.dedup: threads must be a positive int, got {threads!r}")
-    if block_size is not None and block_size < 1:
-        raise ValueError(f"cuckoo.dedup: block_size must be positive, got {block_size!r}")
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or not
+                                1 <= threads <= MAX_THREADS):
+        raise ValueError(f"cuckoo.dedup: threads must be an int from 1 to {MAX_THREADS}, got {threads!r}")
+    if block_size is not None and (isinstance(block_size, bool) or not isinstance(block_size, int) or not
+                                   1 <= block_size <= MAX_BLOCK):
+        raise ValueError(f"cuckoo.dedup: block_size must be an int from 1 to {MAX_BLOCK} bytes, got {block_size!r}")
     if key is not None or sep is not None or csv or jsonl or missing != "error":
         if framing is not None:
             raise ValueError("cuckoo.dedup: give framing= or key=/sep=/csv=/jsonl=, not both")

@@ -146,7 +146,10 @@ def cmd_dedup(args: argparse.Namespace) -> int:
         raise CliError("cuckoo dedup: --filter takes the loaded filter's parameters: drop --capacity/--fpr/--seed",
                        EXIT_USAGE)
     fpr = args.fpr if args.fpr is not None else DEDUP_FPR
-    f, growable, how = _auto_filter(args, sources, fpr, vector_bucket_size(fpr))
+    try:
+        f, growable, how = _auto_filter(args, sources, fpr, vector_bucket_size(fpr))
+    except ValueError as exc:  # a --capacity no filter holds (more than 2^32 buckets)
+        raise CliError(f"cuckoo dedup: {_one_line(exc)}", EXIT_USAGE) from None
     out = Output(args.output, sources)
     dropped = dropped_sink(args, sources)
     progress = Progress(_progress_enabled(args), "dedup")

@@ -11,6 +11,7 @@ from typing import Any, NoReturn, Optional, Sequence
 import cuckoo
 from cuckoo import theory
 
+from cuckoo._dedup.engine import MAX_BLOCK, MAX_THREADS
 from cuckoo._dedup.errors import EXIT_CODES
 
 from .common import BUILD_FPR, CliError, DEDUP_FPR, DEFAULT_BLOCK, EXIT_USAGE, EXIT_WRITE
@@ -74,6 +75,20 @@ def _positive_int(text: str) -> int:
     return v
 
 
+def _bounded(limit: int, what: str):
+    """_positive_int, at most `limit` (named `what` in the error)."""
+    def parse(text: str) -> int:
+        v = _positive_int(text)
+        if v > limit:
+            raise argparse.ArgumentTypeError(f"at most {what}: {text!r}")
+        return v
+    return parse
+
+
+_threads = _bounded(MAX_THREADS, f"{MAX_THREADS:,}")
+_block_size = _bounded(MAX_BLOCK, "1G")
+
+
 def _memory_size(text: str) -> int:
     """A size in bytes, with an optional K, M or G suffix (powers of 1024), as sort -S takes it."""
     units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
@@ -95,6 +110,10 @@ def _fpr(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if not 0.0 < v < 1.0:
         raise argparse.ArgumentTypeError(f"must be between 0 and 1 (exclusive): {text!r}")
+    try:
+        theory.fingerprint_bits(v)  # (a rate that needs more than 32 bits has no filter)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{exc}: {text!r}") from None
     return v
 
 
@@ -156,7 +175,7 @@ def _add_input_options(p: argparse.ArgumentParser, progress: bool = True) -> Non
         p.add_argument("--progress", action="store_true",
                        help="show progress (lines, lines/s) on stderr even when it is not a terminal")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress and no report on stderr")
-    p.add_argument("--block-size", type=_positive_int, default=DEFAULT_BLOCK, metavar="BYTES",
+    p.add_argument("--block-size", type=_block_size, default=DEFAULT_BLOCK, metavar="BYTES",
                    help=f"read input in blocks of at most this many bytes (default {DEFAULT_BLOCK >> 20} MiB; "
                         "the filter path with threads reads about 16,384 lines a block, 256 KiB and more)")
 
@@ -303,7 +322,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "(kill, Ctrl-C, closed pipe, full disk) and rerun writes every line at least once "
                         "(only the block in flight may repeat). Lines longer than 2**31 - 1 bytes are "
                         "refused (exit 1)")
-    p.add_argument("--threads", type=_positive_int, metavar="N",
+    p.add_argument("--threads", type=_threads, metavar="N",
                    help="threads of the native pipeline (default: the cores available); the output never "
                         "depends on it")
     _add_seed_option(p)
@@ -429,7 +448,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             raise write_error("to standard output", exc) from None
         return code
     except CliError as exc:
-        sys.stderr.write(str(exc) + "\n")
+        if str(exc):  # (a closed stdout pipe ends quietly, as other filters in a pipe do)
+            sys.stderr.write(str(exc) + "\n")
         if exc.code == EXIT_WRITE and argv is None:  # a real run: the process ends next
             _discard_stdout()
         return exc.code
