@@ -66,3 +66,20 @@ def test_guide_page_runs_as_written(page, tmp_path, monkeypatch):
             done = subprocess.run(["bash", "-c", "set -euo pipefail\n" + code], cwd=tmp_path, env=env,
                                   capture_output=True, text=True, timeout=300)
             assert done.returncode == 0, f"{where} failed (exit {done.returncode}):\n{code}\nstderr:\n{done.stderr}"
+
+
+def test_the_supported_pythons_agree_everywhere():
+    # docs/python-versions.md, requires-python, the classifiers and the wheel build name one range,
+    # and .ci/run reads its oldest and newest from the same two places in pyproject.toml.
+    tomllib = pytest.importorskip("tomllib")
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    oldest = re.fullmatch(r">=3\.(\d+)", project["project"]["requires-python"])
+    assert oldest, project["project"]["requires-python"]
+    minors = sorted(int(c.rsplit(".", 1)[1]) for c in project["project"]["classifiers"]
+                    if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c))
+    assert minors == list(range(int(oldest.group(1)), minors[-1] + 1))
+    wheels = project["tool"]["cibuildwheel"]["build"].split()
+    assert wheels == [f"cp3{m}-*" for m in minors]
+    page = (ROOT / "docs" / "python-versions.md").read_text(encoding="utf-8")
+    assert f"**CPython {', '.join(f'3.{m}' for m in minors[:-1])} and 3.{minors[-1]}.**" in page
+    assert sys.version_info[:2] >= (3, minors[0]), "the suite runs on a Python the project does not support"
