@@ -422,3 +422,49 @@ def test_import_does_not_load_matplotlib_or_pandas():
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# ---- several capacities (issue 48: a sweep over filter sizes, and a plot that tells them apart) --
+
+
+def test_fpr_sweep_over_capacities():
+    rows = experiments.fpr_sweep((6, 8), (2, 4), n_negatives=20_000, capacity=(1_000, 8_000), seed=5, as_frame=False)
+    assert [(r["capacity"], r["bucket_size"], r["fingerprint_bits"]) for r in rows] == [
+        (c, b, f) for c in (1_000, 8_000) for b in (2, 4) for f in (6, 8)]
+    for r in rows:  # each row's filter is the one its capacity asks for
+        assert r["slot_count"] == cuckoo.Filter(r["capacity"], fingerprint_bits=r["fingerprint_bits"],
+                                                bucket_size=r["bucket_size"]).slot_count
+    assert rows[0]["slot_count"] < rows[-1]["slot_count"]
+    # one capacity as a one-element sequence is the same sweep as the int, seeds and all
+    one = experiments.fpr_sweep((6,), (4,), n_negatives=10_000, capacity=(3_000,), seed=2, as_frame=False)
+    assert one == experiments.fpr_sweep((6,), (4,), n_negatives=10_000, capacity=3_000, seed=2, as_frame=False)
+    assert one[0]["capacity"] == 3_000
+    with pytest.raises(ValueError, match="no sizes"):
+        experiments.fpr_sweep((8,), (4,), capacity=())
+    with pytest.raises(ValueError, match="capacity must be positive"):
+        experiments.fpr_sweep((8,), (4,), capacity=(1_000, 0))
+    with pytest.raises(TypeError, match="capacity must be an int or an iterable"):
+        experiments.fpr_sweep((8,), (4,), capacity=1e4)
+    with pytest.raises(TypeError, match="each capacity must be an int"):
+        experiments.fpr_sweep((8,), (4,), capacity=(1_000, "x"))
+
+
+def test_plot_fpr_sweep_tells_capacities_apart(plt):
+    from cuckoo import plotting
+
+    rows = experiments.fpr_sweep((6, 8, 10), (4,), n_negatives=20_000, capacity=(1_000, 10_000, 100_000), as_frame=False)
+    ax = plotting.plot_fpr_sweep(rows)
+    texts = _legend_texts(ax)
+    for cap in ("1,000", "10,000", "100,000"):
+        assert f"capacity {cap}, b = 4: measured (95% CI)" in texts
+        assert any(t.startswith(f"capacity {cap}, b = 4: theory at load") for t in texts)
+    # each capacity's theory line has its own colour, and goes through its own rows
+    lines = {l.get_label(): l for l in ax.get_lines() if l.get_label().startswith("capacity")}
+    assert len({l.get_color() for l in lines.values()}) == 3
+    for cap, text in ((1_000, "1,000"), (100_000, "100,000")):
+        line = next(l for label, l in lines.items() if label.startswith(f"capacity {text}, b = 4: theory"))
+        assert np.allclose(line.get_ydata(), [r["expected_fpr"] for r in rows if r["capacity"] == cap])
+    assert "3 capacities" in ax.get_title()
+    # a single capacity keeps the plain labels
+    ax = plotting.plot_fpr_sweep([r for r in rows if r["capacity"] == 1_000])
+    assert not any("capacity" in t for t in _legend_texts(ax))

@@ -419,14 +419,15 @@ def fpr_sweep(
     load: Union[None, float, Mapping[int, float]] = None,
     n_negatives: Optional[int] = None,
     *,
-    capacity: int = 100_000,
+    capacity: Union[int, Iterable[int]] = 100_000,
     seed: int = 0,
     max_kicks: int = 500,
     confidence: float = 0.95,
     as_frame: Optional[bool] = None,
     semi_sort: Union[bool, Iterable[bool]] = False,
 ) -> Table:
-    """Measured against theoretical false-positive rate over fingerprint widths and bucket sizes.
+    """Measured against theoretical false-positive rate over fingerprint widths, bucket sizes and
+    (optionally) filter sizes.
 
     For each bucket size ``b`` and fingerprint width ``f``: build ``Filter(capacity,
     fingerprint_bits=f, bucket_size=b)`` (about ``capacity / design_load(b)`` slots), add distinct
@@ -444,7 +445,11 @@ def fpr_sweep(
         Absent keys looked up per configuration. None (default): enough for about 1000 expected
         false positives (``1000 / expected_fpr``), at least 10^5 and at most 4*10^6, so that every
         row's relative standard error is a few percent (about 7% at worst, for f=16, b=2).
-    capacity, seed, max_kicks:
+    capacity:
+        ``Filter(capacity)``: one int, or several (e.g. ``(10_000, 100_000, 1_000_000)``) to
+        sweep filter sizes too; each row names its ``capacity``, and
+        :func:`cuckoo.plotting.plot_fpr_sweep` draws each capacity apart.
+    seed, max_kicks:
         Filter parameters; configuration ``i`` uses seed ``seed + i``.
     semi_sort:
         ``Filter(..., semi_sort=...)``: False (default), True, or several values to sweep, e.g.
@@ -466,8 +471,8 @@ def fpr_sweep(
     ``bloom_bits_per_item`` and ``lower_bound_bits`` (a Bloom filter's, and the information-
     theoretic minimum, bits per item at the measured FPR, or the expected one if nothing was
     measured), then ``ratio`` (measured / expected), ``exact_fpr`` (the sharper
-    :func:`cuckoo.theory.exact_fpr` at ``load``), ``target_load, reached_target, items,
-    slot_count, negatives, false_positives, semi_sort``.
+    :func:`cuckoo.theory.exact_fpr` at ``load``), ``capacity`` (the ``Filter(capacity)``),
+    ``target_load, reached_target, items, slot_count, negatives, false_positives, semi_sort``.
     """
     if n_negatives is not None:
         n_negatives = _positive_int(n_negatives, "n_negatives")
@@ -475,8 +480,17 @@ def fpr_sweep(
     if not all(isinstance(v, bool) for v in semi_values):
         raise TypeError("semi_sort must be a bool or an iterable of bools")
     bucket_sizes, fingerprint_bits = list(bucket_sizes), list(fingerprint_bits)
+    if isinstance(capacity, bool) or hasattr(capacity, "__index__"):
+        capacities = [_positive_int(capacity, "capacity")]
+    elif isinstance(capacity, Iterable) and not isinstance(capacity, (str, bytes)):
+        capacities = [_positive_int(c, "each capacity") for c in capacity]
+        if not capacities:
+            raise ValueError("capacity: no sizes given (an int or a non-empty iterable of ints)")
+    else:
+        raise TypeError(f"capacity must be an int or an iterable of ints, not {type(capacity).__name__}")
     configs = [
-        (b, f, semi)
+        (cap, b, f, semi)
+        for cap in capacities
         for b in bucket_sizes
         for f in fingerprint_bits
         for semi in semi_values
@@ -485,10 +499,10 @@ def fpr_sweep(
     if semi_values and not configs and bucket_sizes and fingerprint_bits:
         raise ValueError("semi_sort needs bucket_size 4 and fingerprint_bits of at most 16")
     rows: List[Dict[str, Any]] = []
-    for run, (b, f, semi) in enumerate(configs):
+    for run, (cap, b, f, semi) in enumerate(configs):
         target = _target_load(load, int(b))
         flt = Filter(
-            capacity, fingerprint_bits=f, bucket_size=b, max_kicks=max_kicks, seed=seed + run, semi_sort=semi
+            cap, fingerprint_bits=f, bucket_size=b, max_kicks=max_kicks, seed=seed + run, semi_sort=semi
         )
         want = min(flt.slot_count, math.ceil(target * flt.slot_count - 1e-9))
         added, failed = _fill(flt, 0, want)
@@ -510,6 +524,7 @@ def fpr_sweep(
                 "lower_bound_bits": theory.lower_bound_bits_per_item(eps),
                 "ratio": m.ratio,
                 "exact_fpr": theory.exact_fpr(flt.fingerprint_bits, flt.bucket_size, m.load),
+                "capacity": cap,
                 "target_load": target,
                 "reached_target": not failed,
                 "items": len(flt),

@@ -156,36 +156,54 @@ def plot_fill_curve(
 
 
 def plot_fpr_sweep(table: Any, *, ax: Any = None, show_bound: bool = True) -> Any:
-    """False-positive rate vs fingerprint bits (log scale), per bucket size.
+    """False-positive rate vs fingerprint bits (log scale), per bucket size and per capacity.
 
     ``table``: :func:`cuckoo.experiments.fpr_sweep`'s output. Markers with error bars: measured
     rate and its confidence interval. Solid line: theory at the load each filter reached
     (``expected_fpr``). Dotted (``show_bound``): the paper's bound ``2b / 2^f`` at full load.
+
+    One capacity: a colour per bucket size. Several (``fpr_sweep(capacity=(10_000, 100_000))``):
+    a colour per capacity and a marker per bucket size, and every legend entry names its capacity,
+    so that the sizes can be told apart.
     """
     rows = _records(table)
     _need(rows, "fingerprint_bits", "bucket_size", "load", "measured_fpr", "ci_low", "ci_high", "expected_fpr")
     ax = _axes(ax)
-    for b, group in _by_bucket(rows).items():
-        group = sorted(group, key=lambda r: r["fingerprint_bits"])
-        f = np.array([r["fingerprint_bits"] for r in group], dtype=float)
-        measured = np.array([r["measured_fpr"] for r in group])
-        err = np.array([[r["measured_fpr"] - r["ci_low"] for r in group], [r["ci_high"] - r["measured_fpr"] for r in group]])
-        loads = [r["load"] for r in group]
-        load_text = f"{min(loads):.0%}" if max(loads) - min(loads) < 0.005 else f"{min(loads):.0%}-{max(loads):.0%}"
-        color = _color(b)
-        ax.plot(f, [r["expected_fpr"] for r in group], color=color, lw=1.5,
-                label=f"b = {b}: theory at load {load_text}")
-        if show_bound:
-            ax.plot(f, 2.0 * b / 2.0**f, color=color, lw=1.0, ls=":")
-        ok = measured > 0
-        ax.errorbar(f[ok], measured[ok], yerr=err[:, ok], color=color, marker=_MARKERS.get(b, "o"), ms=5,
-                    mfc="white", ls="none", capsize=2, label=f"b = {b}: measured (95% CI)")
+    capacities = sorted({int(r["capacity"]) for r in rows if r.get("capacity") is not None})
+    several = len(capacities) > 1
+    palette = _pyplot().rcParams["axes.prop_cycle"].by_key().get("color", ["C0"]) if several else []
+    bucket_sizes = sorted(_by_bucket(rows))
+    for cap in capacities if several else [None]:
+        cap_rows = [r for r in rows if cap is None or int(r["capacity"]) == cap]
+        for b, group in _by_bucket(cap_rows).items():
+            group = sorted(group, key=lambda r: r["fingerprint_bits"])
+            f = np.array([r["fingerprint_bits"] for r in group], dtype=float)
+            measured = np.array([r["measured_fpr"] for r in group])
+            err = np.array([[r["measured_fpr"] - r["ci_low"] for r in group], [r["ci_high"] - r["measured_fpr"] for r in group]])
+            loads = [r["load"] for r in group]
+            load_text = f"{min(loads):.0%}" if max(loads) - min(loads) < 0.005 else f"{min(loads):.0%}-{max(loads):.0%}"
+            if several:
+                color = palette[capacities.index(cap) % len(palette)]
+                name = f"capacity {cap:,}, b = {b}"
+            else:
+                color = _color(b)
+                name = f"b = {b}"
+            ax.plot(f, [r["expected_fpr"] for r in group], color=color, lw=1.5,
+                    label=f"{name}: theory at load {load_text}")
+            ok = measured > 0
+            ax.errorbar(f[ok], measured[ok], yerr=err[:, ok], color=color, marker=_MARKERS.get(b, "o"), ms=5,
+                        mfc="white", ls="none", capsize=2, label=f"{name}: measured (95% CI)")
     if show_bound:
+        # The bound depends on b and f only, not on the capacity: one line per bucket size.
+        for b in bucket_sizes:
+            f = np.array(sorted({float(r["fingerprint_bits"]) for r in rows if int(r["bucket_size"]) == b}))
+            ax.plot(f, 2.0 * b / 2.0**f, color="gray" if several else _color(b), lw=1.0, ls=":")
         ax.plot([], [], color="gray", lw=1.0, ls=":", label="bound 2b / 2^f (full table)")
     ax.set_yscale("log")
     ax.set_xlabel("fingerprint size f (bits)")
     ax.set_ylabel("false-positive rate (log scale)")
-    ax.set_title("False-positive rate vs fingerprint size")
+    ax.set_title("False-positive rate vs fingerprint size"
+                 + (f" ({len(capacities)} capacities)" if several else ""))
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="lower left", fontsize="small", ncol=1)
     return ax
