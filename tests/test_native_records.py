@@ -122,6 +122,27 @@ def test_csv_matches_the_model(tmp_path, doc, mode, threads, block, data):
     assert parsed == [[f"c{i}" for i in range(ncol)]] + [f for _, f in rows]
 
 
+@SETTINGS
+@given(doc=csv_documents(), mode=MODES, threads=THREADS, block=BLOCKS, data=st.data())
+def test_an_invalid_csv_record_anywhere_stops_after_the_model_s_records(tmp_path, doc, mode, threads, block, data):
+    """An invalid record (text after a closing quote) at a random place: the run stops there,
+    naming its line (embedded newlines counted); a store's output holds the model's records
+    before it, any other output file is not written."""
+    header, rows, unterminated = doc
+    at = data.draw(st.integers(0, max(len(rows) - (1 if unterminated else 0), 0)))
+    bad = b'"bad"x,1\n'
+    payload = header + b"".join(raw for raw, _ in rows[:at]) + bad + b"".join(raw for raw, _ in rows[at:])
+    line = 1 + header.count(b"\n") + sum(raw.count(b"\n") for raw, _ in rows[:at])
+    kept, _ = first_occurrences(rows[:at], lambda f: f[0])
+    with pytest.raises(RecordError, match=rf"^line {line}: not valid CSV"):
+        run_dedup(tmp_path, payload, mode, threads, block, csv=True, key="c0")
+    out = tmp_path / "out.txt"
+    if mode == "store":
+        assert out.read_bytes() == (header if header.endswith(b"\n") else header + b"\n") + b"".join(kept)
+    else:
+        assert not out.exists()
+
+
 def test_csv_header_written_once_and_later_headers_checked(tmp_path):
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
     a.write_bytes(b"id,v\n1,x\n2,y\n")

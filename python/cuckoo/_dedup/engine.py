@@ -925,6 +925,13 @@ def _dedup_exact_in_memory(sources: List[Source], out: Any, dropped: Any, block:
         return None
     # The estimate and the distinct keys' mean length plan the passes.
     estimate, known, _, mean_key_bytes = estimate_input(sources, block)
+    if getattr(framing, "native_spec", None) is not None:
+        # The sample measures whole lines, and a keyed record's key is a part of it (a JSONL
+        # event of 120 bytes keyed by an 8-byte id): passes planned from the lines' length
+        # would read the input several times for keys that fit at once (3 passes, 2.1 s against
+        # 0.7 s on 3*10^6 events). Unknown, the budget splits the hash space only when the keys
+        # outgrow it.
+        mean_key_bytes = 0.0
     regular = all(src.regular_size() is not None for src in sources)
     sink, drop_sink = _as_sink(out), _as_sink(dropped)
     native = _plan(sources, framing, sink, drop_sink)
