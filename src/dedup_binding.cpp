@@ -4,12 +4,53 @@
 // The Python side is cuckoo.cli.engine (cuckoo.dedup()).
 #include "dedup_binding.hpp"
 
+#include <mutex>
+
 #include "cuckoo/key_set.hpp"
 #include "cuckoo/line_sample.hpp"
 #include "filter_binding.hpp"
 #include "keys.hpp"
 
 namespace cuckoo_py {
+
+namespace {
+
+// Marks in dst (one flag a key of `batches`, in order) whether each key is new to `set`, and adds
+// the new ones: insert_unique over chunks of spans and hashes, without the GIL (the caller
+// released it; the batches hold the buffers they read exported). Stops early when interrupted.
+void mark_first(cuckoo::KeySet& set, const cuckoo::KeyHasher& hasher, const std::vector<KeyBatch>& batches,
+                bool* dst, SignalCheck& stop) {
+    constexpr uint64_t kChunk = uint64_t(1) << 16;  // keys hashed at a time (spans, hashes: ~2 MiB)
+    static const std::vector<uint32_t> picked = [] {
+        std::vector<uint32_t> v(kChunk);
+        for (uint32_t j = 0; j < kChunk; ++j) v[j] = j;
+        return v;
+    }();
+    KeySpans c;
+    uint64_t pos = 0;
+    for (const KeyBatch& b : batches) {
+        for (uint64_t start = 0; start < b.size && !stop.interrupted(); start += kChunk) {
+            const uint64_t n = std::min(kChunk, b.size - start);
+            fill_spans_and_hashes(hasher, b, start, n, c);
+            set.insert_unique(static_cast<uint32_t>(n), picked.data(), [&](uint32_t j) { return c.spans[j]; },
+                              c.hashes.data(), dst + pos);
+            pos += n;
+            stop();
+        }
+    }
+}
+
+// cuckoo._core._KeySet: an in-memory exact key set that lives across calls (the Parquet and
+// Arrow IPC dedup of cuckoo._dedup.columnar, row group by row group). Keys are compared by their
+// bytes (an int by its 8 little-endian bytes), as a Store compares them, with no log behind them.
+struct PyKeySet {
+    PyKeySet(uint64_t seed, uint64_t expected) : hasher{seed}, set(hasher, expected) {}
+    cuckoo::KeyHasher hasher;
+    cuckoo::KeySet set;
+    std::mutex mutex;  // (one call at a time: the GIL is released while it inserts)
+};
+
+}  // namespace
 
 void register_dedup(FilterClass& cls) {
 #if defined(_WIN32)
@@ -120,33 +161,36 @@ void register_dedup_exact(py::module_& m) {
             out.push_back(new_array<bool>(total_size(b)));
             dst.push_back(out.back().mutable_data());
         }
-        constexpr uint64_t kChunk = uint64_t(1) << 16;  // keys hashed at a time (spans, hashes: ~2 MiB)
-        std::vector<uint32_t> picked(kChunk);
-        for (uint32_t j = 0; j < kChunk; ++j) picked[j] = j;
         SignalCheck stop(1);
         {
             py::gil_scoped_release nogil;  // reads only buffers the batches hold exported
             cuckoo::KeySet set(hasher, total);
-            KeySpans c;
-            for (size_t i = 0; i < batches.size() && !stop.interrupted(); ++i) {
-                uint64_t pos = 0;
-                for (const KeyBatch& b : batches[i]) {
-                    for (uint64_t start = 0; start < b.size && !stop.interrupted(); start += kChunk) {
-                        const uint64_t n = std::min(kChunk, b.size - start);
-                        fill_spans_and_hashes(hasher, b, start, n, c);
-                        set.insert_unique(static_cast<uint32_t>(n), picked.data(),
-                                          [&](uint32_t j) { return c.spans[j]; }, c.hashes.data(), dst[i] + pos);
-                        pos += n;
-                        stop();
-                    }
-                }
-            }
+            for (size_t i = 0; i < batches.size() && !stop.interrupted(); ++i) mark_first(set, hasher, batches[i], dst[i], stop);
         }
         stop.raise_if_interrupted();
         py::list result;
         for (auto& a : out) result.append(std::move(a));
         return result;
     }, py::arg("pieces"), py::arg("seed"));
+
+    py::class_<PyKeySet>(m, "_KeySet")
+        .def(py::init<uint64_t, uint64_t>(), py::arg("seed"), py::arg("expected") = 0)
+        .def("add_unique_many", [](PyKeySet& self, const py::object& keys) {
+            // Whether each key is new (and now in the set); an interrupt leaves the keys before it
+            // added, as the Store's bulk calls do for a batch they could not finish.
+            const std::vector<KeyBatch> batches = make_batches(self.hasher, keys, KeyForm::Bytes);
+            py::array_t<bool> out = new_array<bool>(total_size(batches));
+            bool* const dst = out.mutable_data();
+            SignalCheck stop(1);
+            {
+                py::gil_scoped_release nogil;
+                std::lock_guard<std::mutex> g(self.mutex);
+                mark_first(self.set, self.hasher, batches, dst, stop);
+            }
+            stop.raise_if_interrupted();
+            return out;
+        }, py::arg("keys"))
+        .def("__len__", [](const PyKeySet& self) { return self.set.size(); });
 #if defined(_WIN32)
     (void)m;
 #else

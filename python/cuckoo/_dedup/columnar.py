@@ -177,12 +177,12 @@ def dedup_columnar(source: Any, out: Any, key: str, *, exact: bool = False, filt
                    dropped: Any = None, missing: str = "error", out_format: Optional[str] = None) -> ColumnarResult:
     """Writes to `out` the rows of the Parquet or Arrow IPC file `source` whose `key` column value
     was not seen in an earlier row, whole and in order, with the input's schema. ``exact=True``:
-    an anonymous cuckoo.Store decides (no false drop); else a cuckoo Filter (`filter`, or a
+    an in-memory key set decides (no false drop; cuckoo._core._KeySet: the keys and ~8.5 bytes of
+    index each, no log on disk); else a cuckoo Filter (`filter`, or a
     growable one sized by the row count and `fpr`, default 1e-4): a new key is dropped by
     mistake with about the filter's FPR. `dropped`: a file of the same format for the other rows.
     """
-    from .._core import Filter
-    from ..store import Store
+    from .._core import Filter, _KeySet
 
     if missing not in ("keep", "drop", "error"):
         raise ValueError(f"missing must be one of keep, drop, error, not {missing!r}")
@@ -206,7 +206,9 @@ def dedup_columnar(source: Any, out: Any, key: str, *, exact: bool = False, filt
     wfmt = out_format or SUFFIX_FORMATS.get(os.path.splitext(out_path or "")[1].lower(), fmt)
     seen: Any
     if exact:
-        seen = Store()
+        # (An anonymous Store before, whose keys are written to a log and read back on tag
+        # matches: 3*10^6 rows of benchmarks/dedup_records.py 2.32-2.35 s, with this 1.40-1.42 s.)
+        seen = _KeySet(int.from_bytes(os.urandom(8), "little"), _row_count(path, fmt))
     elif filter is not None:
         seen = filter
     else:
@@ -249,8 +251,6 @@ def dedup_columnar(source: Any, out: Any, key: str, *, exact: bool = False, filt
             drop_writer.close()
         finally:
             close_input()
-            if exact:
-                seen.close()
     return ColumnarResult(read, kept, count)
 
 
