@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import stat
-import tempfile
 from typing import IO, Any, List, Optional, Sequence, Tuple
 
 from .errors import EXIT_USAGE, ReportedError
@@ -74,6 +73,19 @@ def check_run_files(inputs: Sequence[str], writes: Sequence[Tuple[Optional[str],
             continue
         others = [(p, f"the {w}") for j, (p, w) in enumerate(writes) if j != k and p is not None]
         refuse_clobber(path, what, protected + others, prefix=prefix)
+
+
+def _new_temporary(directory: str, base: str) -> "tuple[int, str]":
+    """A new file `.BASE.PID.RANDOM.cuckoo-tmp` in `directory`, opened for writing (mode 0600):
+    (fd, path). Made here rather than by tempfile, which imports shutil and costs every run of
+    the command its start-up."""
+    for _ in range(100):
+        name = os.path.join(directory, f".{base}.{os.getpid()}.{os.urandom(6).hex()}.cuckoo-tmp")
+        try:
+            return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600), name
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name in {directory}")
 
 
 _UNNAMED: dict = {}  # st_dev -> whether an O_TMPFILE file there can be given a name
@@ -140,8 +152,7 @@ class OutputFile:
                 self.tmp = ""
             except (AttributeError, OSError):
                 try:
-                    fd, self.tmp = tempfile.mkstemp(prefix="." + os.path.basename(target) + ".",
-                                                    suffix=".cuckoo-tmp", dir=directory)
+                    fd, self.tmp = _new_temporary(directory, os.path.basename(target))
                 except PermissionError:  # a directory this process cannot create files in: in place
                     fd, self.tmp = -1, None
             if fd >= 0:
