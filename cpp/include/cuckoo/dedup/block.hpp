@@ -274,6 +274,19 @@ inline void size_line_arrays(Block& b, size_t n) {
     b.hash_claimed.store(0, std::memory_order_relaxed);
 }
 
+// Room in line_end for every line (or record) a block of b.used bytes can hold (each is at least
+// its '\n'): no check per line. The entries are not initialized: only those of the lines are
+// ever written (and take memory), and the slack of 1/8 keeps a block a little larger than the last
+// from allocating again.
+inline void reserve_line_ends(Block& b) {
+    if (b.line_cap < b.used + kNewlineSlack) {
+        const size_t cap = b.used + b.used / 8 + kNewlineSlack;
+        fault::before_allocation();
+        b.line_end.reset(new uint64_t[cap]);
+        b.line_cap = cap;
+    }
+}
+
 // Splits the block's lines (line_end) and sizes its per-line arrays; marks too_long (and cuts the
 // block before it) at the first key longer than max_key. The keys are hashed after, by
 // hash_unclaimed (possibly two threads at once, each claiming batches: Block::hash_claimed).
@@ -282,16 +295,7 @@ inline void split_lines(Block& b, uint64_t max_key) {
     b.line_count = 0;
     b.hash_batches = 0;
     const unsigned char* p = b.data.p.get();
-    // Room for every line a block of this size can hold (a line is at least its '\n'): no check
-    // per line. The entries are not initialized: only those of the lines are ever written (and
-    // take memory), and the slack of 1/8 keeps a block a little larger than the last from
-    // allocating again.
-    if (b.line_cap < b.used + kNewlineSlack) {
-        const size_t cap = b.used + b.used / 8 + kNewlineSlack;
-        fault::before_allocation();
-        b.line_end.reset(new uint64_t[cap]);
-        b.line_cap = cap;
-    }
+    reserve_line_ends(b);
     size_t n = newline_ends(p, b.used, b.line_end.get());
     if (max_key < b.used) {  // a key may pass max_key: the block ends before the first that does
         uint64_t start = 0;
@@ -333,12 +337,7 @@ inline void split_records(Block& b, const Framing& f, uint64_t max_key) {
     b.keyed = true;
     b.stop = FrameStop{};
     const unsigned char* p = b.data.p.get();
-    if (b.line_cap < b.used + kNewlineSlack) {
-        const size_t cap = b.used + b.used / 8 + kNewlineSlack;
-        fault::before_allocation();
-        b.line_end.reset(new uint64_t[cap]);
-        b.line_cap = cap;
-    }
+    reserve_line_ends(b);
     size_t n = f.quoted() ? csv_record_ends(p, b.used, f.fields.quote, b.line_end.get(), f.fields.delimiter)
                           : newline_ends(p, b.used, b.line_end.get());
     // A CSV block ends at a record end, except at the end of the input inside an open quote.
