@@ -8,11 +8,11 @@
 //     4180 forbids it; real files have it). Only a quote at the start of a field opens quoting.
 //   - After a closing quote comes the delimiter, a doubled quote or the end of the record;
 //     anything else is invalid, as in Python's strict mode ("a"b).
-//   - A record ends at a '\n' outside quotes; one '\r' just before it belongs to the line end
-//     (CRLF). field_key and csv_fields strip that '\r' themselves: callers pass the record
-//     without its '\n' and may leave the '\r'. Any other '\r' (or '\n') outside quotes is invalid
-//     (Python: "new-line character seen in unquoted field"). Python also accepts "\r\r\n" as one
-//     line end; here that is invalid (a bare '\r'). Inside quotes '\r' and '\n' are content.
+//   - A record ends at a '\n' outside quotes; the '\r's just before it belong to the line end
+//     (CRLF, and "\r\r\n" as Python reads it: one line end). field_key and csv_fields strip them
+//     themselves: callers pass the record without its '\n' and may leave the '\r's. Any other
+//     '\r' (or '\n') outside quotes is invalid (Python: "new-line character seen in unquoted
+//     field"). Inside quotes '\r' and '\n' are content.
 //   - A quoted field not closed by the end of the record (the last record of the input) is
 //     invalid, as in Python strict mode ("unexpected end of data").
 //   - An empty record (an empty line, or "\r") has no fields: every key is missing (Python yields
@@ -401,12 +401,17 @@ inline void put_varint(uint64_t v, std::string& out) {
     out.push_back(static_cast<char>(v));
 }
 
-inline size_t strip_cr(const unsigned char* p, size_t n) noexcept { return n && p[n - 1] == '\r' ? n - 1 : n; }
+// A CSV record's line end: every '\r' before the '\n' (Python's csv reads "\r\r\n" as one line
+// end). Delimited fields (field_range) strip one '\r' only, as FieldFraming does.
+inline size_t strip_crs(const unsigned char* p, size_t n) noexcept {
+    while (n && p[n - 1] == '\r') --n;
+    return n;
+}
 
 }  // namespace csv_detail
 
-// The key of one record p[0, n), given without its '\n' (a '\r' before it is stripped here, if
-// present). Returns
+// The key of one record p[0, n), given without its '\n' (the line end's '\r' is stripped here,
+// if present). Returns
 //   found:   key_data/key_len point at the key: into p when it is one field that needs no
 //            unescaping (no copy), else into `scratch`: the key is appended there (what scratch
 //            held stays, so a caller may gather a block's keys in one buffer and keep offsets:
@@ -417,8 +422,8 @@ inline size_t strip_cr(const unsigned char* p, size_t n) noexcept { return n && 
 inline KeyStatus field_key(const unsigned char* p, size_t n, const FieldKeySpec& spec, std::string& scratch,
                            const unsigned char*& key_data, size_t& key_len, std::string& error) {
     using namespace csv_detail;
-    n = strip_cr(p, n);
     if (spec.mode == FieldKeySpec::field_range) {
+        if (n && p[n - 1] == '\r') --n;
         // Field `first` starts after the first-th delimiter; field `last` ends at the
         // (last+1)-th, or at the end of the line.
         size_t begin = 0, i = 0;
@@ -440,6 +445,7 @@ inline KeyStatus field_key(const unsigned char* p, size_t n, const FieldKeySpec&
         key_len = end - begin;
         return KeyStatus::found;
     }
+    n = strip_crs(p, n);
     const unsigned char delim = spec.delimiter, quote = spec.quote;
     if (spec.columns.size() == 1) {
         // The common case: one column, no copy unless it has doubled quotes.
@@ -497,12 +503,12 @@ inline KeyStatus field_key(const unsigned char* p, size_t n, const FieldKeySpec&
     return KeyStatus::found;
 }
 
-// The fields of one record p[0, n) (without its '\n'; a '\r' before it is stripped), unquoted:
+// The fields of one record p[0, n) (without its '\n'; the line end's '\r's are stripped), unquoted:
 // the header's column names. An empty record has no fields (status found, fields empty).
 inline KeyStatus csv_fields(const unsigned char* p, size_t n, unsigned char delimiter, unsigned char quote,
                             std::vector<std::string>& fields, std::string& error) {
     using namespace csv_detail;
-    n = strip_cr(p, n);
+    n = strip_crs(p, n);
     fields.clear();
     if (!parse(p, n, delimiter, quote, [&](uint32_t, const Field& f) {
             fields.emplace_back();
