@@ -51,6 +51,22 @@ def test_an_unknown_cuckoo_cpu_fails_the_import(value):
     assert f"ImportError: CUCKOO_CPU={value!r} is not a kernel level: use portable, avx2 or avx512" in proc.stderr
 
 
+@pytest.mark.parametrize("how", ["module", "script"])
+def test_an_unknown_cuckoo_cpu_is_one_line_and_exit_1_on_the_command_line(tmp_path, how):
+    # The CLI's table of exit codes (cuckoo dedup --help): 1, usage; never a traceback.
+    env = dict(os.environ, CUCKOO_CPU="avx3")
+    if how == "module":
+        cmd = [sys.executable, "-m", "cuckoo", "dedup", "--help"]
+    else:  # what pip's console script runs
+        script = tmp_path / "cuckoo"
+        script.write_text("import sys\nfrom cuckoo.cli import main\nsys.exit(main())\n")
+        cmd = [sys.executable, str(script), "dedup", "--help"]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1
+    assert proc.stderr == "cuckoo: CUCKOO_CPU='avx3' is not a kernel level: use portable, avx2 or avx512, or unset it\n"
+    assert proc.stdout == ""
+
+
 def test_a_level_the_cpu_lacks_warns_and_runs_the_best(monkeypatch):
     # This machine may have every level: the core's answer for a CPU without AVX-512 is
     # simulated (the core's own decision is tested in cpp/tests/test_filter.cpp).

@@ -17,11 +17,14 @@ index over an append-only log (no false positives; ``add_unique_many`` is exact 
 The bulk kernels run at the best level the CPU has (``cuckoo.cpu_level()``: ``"portable"``,
 ``"avx2"`` or ``"avx512"``; ``cuckoo.cpu_levels()`` lists the levels this CPU can run). The
 environment variable ``CUCKOO_CPU`` chooses another, read once at import: an unknown value makes
-``import cuckoo`` raise ``ImportError``; a level this CPU lacks gives a ``RuntimeWarning`` and
+``import cuckoo`` raise ``ImportError`` (the ``cuckoo`` command: one line, exit 1); a level this CPU lacks gives a ``RuntimeWarning`` and
 the best level it has runs instead. Every level gives the same results.
 """
 
 from __future__ import annotations
+
+import os
+import sys
 
 try:
     from ._core import (
@@ -45,12 +48,29 @@ from . import _core, _display, _inputs, _lifecycle, _persist
 from .store import RecoveryWarning, Store
 
 
+def _running_the_command_line() -> bool:
+    """True when this import starts the ``cuckoo`` command (its console script, or ``python -m
+    cuckoo``), not a program that uses the package."""
+    argv0 = os.path.basename(sys.argv[0]) if sys.argv else ""
+    if argv0 in ("cuckoo", "cuckoo.exe"):
+        return True
+    orig = getattr(sys, "orig_argv", [])
+    return "-m" in orig[:-1] and orig[orig.index("-m") + 1] == "cuckoo"
+
+
 def _check_cpu_request() -> None:
     # The core read CUCKOO_CPU (cpp/include/cuckoo/cpu.hpp) and ran the detected level if it
     # could not obey; say so here, where Python can.
     value, status = _core._cpu_level_request()
     if status == "unknown":
-        raise ImportError(f"CUCKOO_CPU={value!r} is not a kernel level: use portable, avx2 or avx512, or unset it")
+        message = f"CUCKOO_CPU={value!r} is not a kernel level: use portable, avx2 or avx512, or unset it"
+        if _running_the_command_line():
+            # The command line reports its errors as one line and an exit code of its table
+            # (cuckoo._dedup.errors: 1, usage): it cannot catch this itself, since importing
+            # cuckoo.cli runs this package first.
+            sys.stderr.write(f"cuckoo: {message}\n")
+            raise SystemExit(1)
+        raise ImportError(message)
     if status == "unsupported":
         import warnings
 
