@@ -347,3 +347,45 @@ def test_wrong_arguments_get_a_clear_error(tmp_path, kwargs, error, message):
     with pytest.raises(error, match=message):
         cuckoo.dedup(source, out, **kwargs)
     assert not (tmp_path / "out.txt").exists()
+
+
+def test_an_input_rewritten_between_passes_is_an_input_error_and_the_output_keeps_its_content(tmp_path):
+    """exact=True reads a file once per pass over a hash range: a file rewritten during the run
+    (same length, other lines) stops it with InputChangedError naming the file, and an existing
+    output keeps its old content (issue 47: it was reported as a failure of a temporary store)."""
+    from cuckoo._dedup import InputChangedError
+
+    src, out = tmp_path / "in.txt", tmp_path / "out.txt"
+    lines = [b"%010x\n" % (i * 0x9E3779B97F4A7C15 % (1 << 40)) for i in range(1_000_000)]
+    data = b"".join(lines)
+    src.write_bytes(data)
+    out.write_bytes(b"yesterday's output\n")
+    rewritten = []
+
+    def progress(lines_read: int, bytes_read: int) -> None:  # (the calling thread, every 50 ms)
+        if not rewritten:
+            rewritten.append(lines_read)
+            with open(src, "r+b") as fh:  # same length, the lines in another order
+                fh.write(b"".join(reversed(lines)))
+
+    with pytest.raises(InputChangedError, match=r"^input '.*in\.txt' changed while it was read again \(") as info:
+        cuckoo.dedup(str(src), str(out), exact=True, memory=1 << 20, block_size=1 << 16, progress=progress)
+    assert rewritten, "the run never reported progress: it was over before the file could change"
+    assert info.value.paths == [str(src)]
+    assert out.read_bytes() == b"yesterday's output\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt", "out.txt"]  # no temporary file left
+
+
+def test_an_input_that_changed_is_exit_1_on_the_command_line(tmp_path, monkeypatch, capsys):
+    from cuckoo.cli import main
+
+    def changed(*args, **kwargs):
+        raise ValueError("the input changed while it was read again (fewer or other lines)")
+
+    monkeypatch.setattr(cuckoo._core, "_dedup_exact", changed)
+    src = tmp_path / "in.txt"
+    src.write_bytes(b"a\nb\na\n")
+    assert main(["dedup", "--exact", str(src), "-o", str(tmp_path / "out.txt")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"cuckoo dedup: input '{src}' changed while it was read again (fewer or other lines)")
+    assert "store" not in err.split(":")[1] and not (tmp_path / "out.txt").exists()

@@ -18,6 +18,6 @@
 
 from __future__ import annotations
 
-from .engine import DedupResult, KeyTooLongError, dedup
+from .engine import DedupResult, InputChangedError, KeyTooLongError, dedup
 
-__all__ = ["DedupResult", "KeyTooLongError", "dedup"]
+__all__ = ["DedupResult", "InputChangedError", "KeyTooLongError", "dedup"]

@@ -141,6 +141,19 @@ class KeyTooLongError(ValueError):
         self.limit = limit
 
 
+class InputChangedError(ValueError):
+    """``exact=True`` read an input file again for another pass and found fewer or other records
+    than the first pass (the file was cut short or rewritten during the run). ``paths``: the
+    input files (the passes cannot tell which of them changed)."""
+
+    def __init__(self, paths: List[str], what: str) -> None:
+        names = ", ".join(f"'{p}'" for p in paths) or "the input"
+        subject = f"input {names}" if len(paths) == 1 else f"one of the inputs {names}"
+        super().__init__(f"{subject} changed while it was read again ({what}): exact dedup reads a file once per "
+                         f"pass when its keys outgrow --memory; dedup a copy of a file that is being written")
+        self.paths = paths
+
+
 class DedupResult:
     """What :func:`cuckoo.dedup` did (the figures ``cuckoo dedup`` reports)."""
 
@@ -666,10 +679,10 @@ def dedup(source: Any, out: Any = None, *, exact: Optional[bool] = None, store: 
     KeyTooLongError
         (A ``ValueError``.) A line longer than a store key (2**31 - 1 bytes): the lines before it
         are done.
-    ValueError
-        ``exact=True`` read an input file again for another pass and found fewer or other lines
-        than the first time (the file was cut short or rewritten during the run): the output
-        written so far is not to be trusted. Lines appended to a file during the run (a log
+    InputChangedError
+        (A ``ValueError``.) ``exact=True`` read an input file again for another pass and found
+        fewer or other lines than the first time (the file was cut short or rewritten during the
+        run): an output file keeps its old content (what went to a stream is not to be trusted). Lines appended to a file during the run (a log
         being written) are not an error: every pass reads the bytes the first one read, and the
         output is that of the file as the first pass saw it.
     OSError
@@ -963,6 +976,13 @@ def _dedup_exact_in_memory(sources: List[Source], out: Any, dropped: Any, block:
         if d["status"] == "key_too_long":  # (input read once: the store's limit)
             raise KeyTooLongError(d["lines"] + 1, max_store_key())
         ok = True
+    except ValueError as exc:  # (the core's InputChanged: "the input changed while it was read again (...)")
+        import re
+
+        what = re.fullmatch(r"the input changed while it was read again \((.*)\)", str(exc))
+        if what is None:
+            raise
+        raise InputChangedError([src.path for src in sources if src.path is not None], what.group(1)) from None
     finally:
         _finish(sink, drop_sink, ok)
         if spill is not None:

@@ -18,7 +18,7 @@ from cuckoo._dedup.outputs import check_run_files
 from .common import CliError, DEFAULT_BLOCK, EXIT_FILTER_FILE, EXIT_OK, EXIT_USAGE, _one_line
 from cuckoo._dedup.records import RecordError
 
-from cuckoo._dedup.engine import KeyTooLongError, dedup
+from cuckoo._dedup.engine import InputChangedError, KeyTooLongError, dedup
 from cuckoo._dedup.sources import iter_blocks, sources_of
 from .records import dropped_sink, framing_from_args, record_error
 from .output import (
@@ -99,6 +99,8 @@ def cmd_dedup_exact(args: argparse.Namespace) -> int:
             raise line_too_long("cuckoo dedup", exc.line, exc.limit) from None
         except RecordError as exc:  # a record without its key, invalid CSV or JSON: the records before are done
             raise record_error(exc) from None
+        except InputChangedError as exc:  # (an input, not the store: exit 1)
+            raise CliError(f"cuckoo dedup: {exc}", EXIT_USAGE) from None
         except STORE_ERRORS as exc:
             raise store_error(args.store, exc) from None
         finally:
