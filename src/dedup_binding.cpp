@@ -83,6 +83,29 @@ void register_dedup_exact(py::module_& m) {
     // skipped): (end, fields), end one past the header record's '\n', or (-1, None) when data
     // holds no whole record yet (at_end: data is the whole input, its last record may lack '\n').
     // ValueError for a header that is not valid CSV.
+    // For cuckoo._dedup.resume: the run journal of `dedup --store STORE -o FILE` (exactly-once
+    // reruns, cuckoo/dedup/run_journal.hpp): its valid points, newer first, and cutting the
+    // store's log back to a point before the store is opened.
+    m.def("_run_journal_read", [](int fd) {
+        std::vector<cuckoo::dedup::RunPoint> points;
+        {
+            py::gil_scoped_release nogil;
+            points = cuckoo::dedup::read_run_points(fd);
+        }
+        py::list out;
+        for (const auto& p : points) out.append(run_point_dict(p));
+        return out;
+    }, py::arg("fd"));
+    m.def("_cut_store_log", [](const std::string& path, uint64_t log_id, uint64_t end) {
+        try {
+            py::gil_scoped_release nogil;
+            return cuckoo::dedup::cut_store_log(path, log_id, end);
+        } catch (const std::system_error&) {
+            throw;  // (an OSError)
+        } catch (const std::runtime_error& e) {
+            throw py::value_error(e.what());
+        }
+    }, py::arg("path"), py::arg("log_id"), py::arg("end"));
     m.def("_csv_header", [](const py::bytes& data, int delimiter, int quote, bool at_end) -> py::tuple {
         const std::string s = data;
         const auto* p = reinterpret_cast<const unsigned char*>(s.data());

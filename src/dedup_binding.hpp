@@ -29,6 +29,42 @@ struct DedupCall {
     py::object progress;  // None or progress(lines, bytes)
 };
 
+#if !defined(_WIN32)
+// A run journal's point (cuckoo/dedup/run_journal.hpp) as a dict of its fields, and back.
+inline py::dict run_point_dict(const cuckoo::dedup::RunPoint& p) {
+    py::dict d;
+    d["run_id"] = p.run_id;
+    d["sequence"] = p.sequence;
+    d["store_log_id"] = p.store_log_id;
+    d["store_end"] = p.store_end;
+    d["out_bytes"] = p.out_bytes;
+    d["dropped_bytes"] = p.dropped_bytes;
+    d["input"] = p.input;
+    d["input_offset"] = p.input_offset;
+    d["input_line"] = p.input_line;
+    d["records"] = p.records;
+    d["kept"] = p.kept;
+    d["done"] = p.done;
+    return d;
+}
+inline cuckoo::dedup::RunPoint run_point_from(const py::dict& d) {
+    cuckoo::dedup::RunPoint p;
+    p.run_id = d["run_id"].cast<uint64_t>();
+    p.sequence = d["sequence"].cast<uint64_t>();
+    p.store_log_id = d["store_log_id"].cast<uint64_t>();
+    p.store_end = d["store_end"].cast<uint64_t>();
+    p.out_bytes = d["out_bytes"].cast<uint64_t>();
+    p.dropped_bytes = d["dropped_bytes"].cast<uint64_t>();
+    p.input = d["input"].cast<uint64_t>();
+    p.input_offset = d["input_offset"].cast<uint64_t>();
+    p.input_line = d["input_line"].cast<uint64_t>();
+    p.records = d["records"].cast<uint64_t>();
+    p.kept = d["kept"].cast<uint64_t>();
+    p.done = d["done"].cast<bool>();
+    return p;
+}
+#endif
+
 // The record framing (cuckoo._dedup.engine's native framings): None for whole lines, else a dict
 // {"kind": "fields" | "csv" | "jsonl", "delimiter": int, "quote": int, "columns": [int],
 // "first": int, "last": int, "path": [bytes]} (0-based columns and fields).
@@ -64,13 +100,15 @@ inline cuckoo::dedup::Framing framing_from(const py::object& spec) {
 inline DedupCall dedup_call(const py::list& inputs, int out_fd, int dropped_fd, uint64_t block, unsigned threads,
                             uint64_t max_key, py::object progress, const py::object& framing = py::none()) {
     DedupCall c{{}, out_fd, dropped_fd, {}, std::move(progress)};
-    // Each input: (fd, bytes read from it already[, the line number its next byte is on]).
+    // Each input: (fd, bytes read from it already[, the line number its next byte is on[, that
+    // byte's offset, for the run journal]]).
     for (const py::handle item : inputs) {
         const py::tuple t = item.cast<py::tuple>();
-        if (t.size() != 2 && t.size() != 3) throw py::value_error("an input is (fd, prefix[, first_line])");
+        if (t.size() < 2 || t.size() > 4) throw py::value_error("an input is (fd, prefix[, first_line[, first_byte]])");
         const std::string prefix = t[1].cast<py::bytes>();
         cuckoo::dedup::Input in{t[0].cast<int>(), std::vector<unsigned char>(prefix.begin(), prefix.end())};
-        if (t.size() == 3) in.first_line = t[2].cast<uint64_t>();
+        if (t.size() >= 3) in.first_line = t[2].cast<uint64_t>();
+        if (t.size() == 4) in.first_byte = t[3].cast<uint64_t>();
         c.inputs.push_back(std::move(in));
     }
     c.opt.framing = framing_from(framing);

@@ -430,7 +430,9 @@ def test_dedup_store_write_failure_is_one_line(tmp_path, capfd):
     with cuckoo.Store(store):
         pass
     (tmp_path / "in.txt").write_bytes(b"a\nb\n")
-    _core._testing_io_fault(1, errno.ENOSPC, False)  # the next write of any store fails
+    # The second write of the store's files fails: the first is the run journal's start point
+    # (cuckoo._dedup.resume), the second the block's batch.
+    _core._testing_io_fault(2, errno.ENOSPC, False)
     try:
         code = cli.main(["dedup", "--store", str(store), "-q", "-o", str(tmp_path / "out1"),
                          str(tmp_path / "in.txt")])
@@ -442,3 +444,9 @@ def test_dedup_store_write_failure_is_one_line(tmp_path, capfd):
     assert len(cuckoo.Store(store, readonly=True)) == 0
     code = cli.main(["dedup", "--store", str(store), "-q", "-o", str(tmp_path / "out2"), str(tmp_path / "in.txt")])
     assert code == 0 and (tmp_path / "out2").read_bytes() == b"a\nb\n"
+    # The same run again, into out1: the journal's point is the start (the batch never
+    # committed), so the rerun cuts out1 back to nothing and writes it once. (out2's run recorded
+    # a and b in the store since: the journal belongs to that run now, so out1's rerun is a new
+    # run and finds both keys seen.)
+    code = cli.main(["dedup", "--store", str(store), "-q", "-o", str(tmp_path / "out1"), str(tmp_path / "in.txt")])
+    assert code == 0 and (tmp_path / "out1").read_bytes() == b""

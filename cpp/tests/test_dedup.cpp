@@ -660,6 +660,125 @@ TEST_CASE(newline_ends_lists_every_newline_in_order) {
     }
 }
 
+// The run journal (dedup/run_journal.hpp): a run stopped after any number of ticks (before or
+// after a block's commit), resumed from the journal's point as cuckoo/_dedup/resume.py does it
+// (the store's log, the output and the dropped file cut back, the inputs read from the point),
+// writes the uninterrupted run's files.
+TEST_CASE(a_run_stopped_anywhere_resumes_from_its_journal_to_the_uninterrupted_files) {
+    std::mt19937_64 rng(47);
+    const std::string store_path = temp_path("j.ckv"), journal_path = temp_path("j.ckv.run");
+    const std::string out_path = temp_path("j.out"), dropped_path = temp_path("j.dropped");
+    auto fresh = [&] {
+        for (const char* ext : {"", ".idx", ".lock", ".run"}) ::unlink((store_path + ext).c_str());
+    };
+    for (int trial = 0; trial < 24; ++trial) {
+        const auto [data, paths] = random_inputs(rng, 300, "j");
+        const auto want = model(data);
+        cuckoo::dedup::Options opt;
+        opt.block = 1 + rng() % 64;
+        opt.threads = 1 + static_cast<unsigned>(rng() % 2);
+        opt.tick_every = std::chrono::milliseconds(0);  // a tick after every block
+        const uint64_t stop_after = rng() % 12;
+        cktest::context() = "trial " + std::to_string(trial) + " stop after " + std::to_string(stop_after);
+        fresh();
+        cuckoo::Store::Options so;
+        so.log_id = 9;
+        cuckoo::dedup::RunPoint start;
+        start.run_id = 77;
+        {  // the stopped run
+            auto s = cuckoo::Store::open(store_path, so);
+            const int jfd = ::open(journal_path.c_str(), O_RDWR | O_CREAT, 0600);
+            const auto in = open_inputs(paths);
+            const int out = open_out(out_path), dropped = open_out(dropped_path);
+            uint64_t ticks = 0;
+            bool stopped = false;
+            try {
+                cuckoo::dedup::with_store(*s, in, out, dropped, opt, true, false,
+                                          [&](const cuckoo::dedup::Result&) { return ticks++ >= stop_after; }, jfd,
+                                          start);
+            } catch (const cuckoo::dedup::Stopped&) {
+                stopped = true;
+            }
+            (void)stopped;
+            close_inputs(in);
+            ::close(out);
+            ::close(dropped);
+            ::close(jfd);
+            s->close();  // (as cuckoo.dedup does after an error: synced at the last commit)
+        }
+        const int jfd = ::open(journal_path.c_str(), O_RDWR);
+        const auto points = cuckoo::dedup::read_run_points(jfd);
+        REQUIRE(!points.empty());
+        CHECK_EQ(points[0].run_id, uint64_t(77));
+        struct stat st;
+        REQUIRE(::stat(store_path.c_str(), &st) == 0);
+        const cuckoo::dedup::RunPoint* at = nullptr;  // the newest point whose commit completed
+        for (const auto& p : points)
+            if (!at && p.store_end <= static_cast<uint64_t>(st.st_size)) at = &p;
+        REQUIRE(at != nullptr);
+        cuckoo::dedup::RunPoint from = *at;
+        from.sequence = points[0].sequence;
+        cuckoo::dedup::cut_store_log(store_path, at->store_log_id, at->store_end);
+        CHECK(::truncate(out_path.c_str(), static_cast<off_t>(at->out_bytes)) == 0);
+        CHECK(::truncate(dropped_path.c_str(), static_cast<off_t>(at->dropped_bytes)) == 0);
+        {  // the rerun
+            auto s = cuckoo::Store::open(store_path, so);
+            auto in = open_inputs(paths);
+            for (size_t j = 0; j < in.size(); ++j) {
+                if (j < from.input) {
+                    ::close(in[j].fd);
+                    in[j].fd = -1;
+                } else if (j == from.input) {
+                    CHECK(::lseek(in[j].fd, static_cast<off_t>(from.input_offset), SEEK_SET) >= 0);
+                    in[j].first_byte = from.input_offset;
+                    in[j].first_line = from.input_line;
+                }
+            }
+            const int out = ::open(out_path.c_str(), O_WRONLY), dropped = ::open(dropped_path.c_str(), O_WRONLY);
+            CHECK(::lseek(out, 0, SEEK_END) >= 0 && ::lseek(dropped, 0, SEEK_END) >= 0);
+            const auto r = cuckoo::dedup::with_store(*s, in, out, dropped, opt, true, false, nullptr, jfd, from);
+            CHECK(r.status == cuckoo::dedup::Status::done);
+            close_inputs(in);
+            ::close(out);
+            ::close(dropped);
+            CHECK_EQ(s->size(), from.kept + r.kept);  // (a fresh store: the keys of the kept lines)
+            s->close();
+        }
+        CHECK(read_file(out_path) == want.first);
+        CHECK(read_file(dropped_path) == want.second);
+        const auto after = cuckoo::dedup::read_run_points(jfd);
+        REQUIRE(!after.empty());
+        CHECK(after[0].done);
+        CHECK_EQ(after[0].out_bytes, static_cast<uint64_t>(want.first.size()));
+        ::close(jfd);
+        // A point's slot whose checksum fails is not read; the other slot still is.
+        if (after.size() == 2) {
+            const int fd = ::open(journal_path.c_str(), O_RDWR);
+            const unsigned char bad = 0xFF;
+            CHECK(::pwrite(fd, &bad, 1, static_cast<off_t>((after[0].sequence % 2) * 128 + 40)) == 1);
+            const auto torn = cuckoo::dedup::read_run_points(fd);
+            CHECK(torn.size() == 1 && torn[0].sequence == after[1].sequence);
+            ::close(fd);
+        }
+    }
+    // The log is never cut for a point of another log, past its end, before its synced end (the
+    // last trial's store was closed: synced to its end) or off a record boundary.
+    struct stat st;
+    REQUIRE(::stat(store_path.c_str(), &st) == 0);
+    const uint64_t end = static_cast<uint64_t>(st.st_size);
+    REQUIRE(end > 64 + 16);
+    for (auto [id, at] : {std::pair<uint64_t, uint64_t>{8, end}, {9, end + 8}, {9, end - 8}, {9, end - 3}}) {
+        bool refused = false;
+        try {
+            cuckoo::dedup::cut_store_log(store_path, id, at);
+        } catch (const std::runtime_error&) {
+            refused = true;
+        }
+        CHECK(refused);
+    }
+    CHECK_EQ(cuckoo::dedup::cut_store_log(store_path, 9, end), uint64_t(0));
+}
+
 int main(int argc, char** argv) { return cktest::run_all(argc, argv); }
 
 namespace {

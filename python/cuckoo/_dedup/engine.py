@@ -31,6 +31,7 @@ from .errors import EXIT_WRITE, ReportedError, one_line
 from .outputs import OutputFile, check_run_files, refuse_clobber, store_files
 from .estimate import estimate_input, sized_filter, vector_bucket_size
 from .records import CsvFraming, MissingFieldError, RecordError, Records, framing_of
+from .resume import ResumeError, RunPlan, plan_run
 from .sources import Lines, LineTooLong, Source, read_lines
 
 # Bytes read at a time. The native pipeline holds a few blocks at once per thread (read ahead,
@@ -182,7 +183,11 @@ class DedupResult:
     sizing: str = ""
     """Filter path: how the filter was chosen or sized."""
     store_stats: Optional[dict] = None
-    """Store path: ``Store.stats()`` at the end of the run."""
+    """Store path: ``Store.stats()`` at the end of the run; with a store file and output files,
+    ``run_journal`` too (exactly-once reruns, cuckoo._dedup.resume): ``mode`` ("new", "resume"
+    or "done": the same run had finished, nothing was done), ``records_before`` and
+    ``kept_before`` (what the interrupted run had done), ``store_bytes_cut`` (the store log's
+    bytes of uncommitted blocks cut back)."""
     exact_stats: Optional[dict] = None
     """Exact path in memory: ``passes`` over the input, ``planned`` (hash ranges planned before
     the first pass, from the estimate of the distinct lines), ``splits`` (hash ranges set aside
@@ -287,14 +292,14 @@ class _Sink:
     """An output: a path (opened here, closed at the end), a binary file object, or None
     (nothing written). `write` and `flush` are what the engine calls."""
 
-    def __init__(self, target: Any, atomic: bool = True) -> None:
+    def __init__(self, target: Any, atomic: bool = True, resume_at: Optional[int] = None) -> None:
         self.fh: Any = None
         self.owned = False
         if target is None:
             return
         if isinstance(target, (str, os.PathLike)):
             # NAME.gz/.bz2/.xz/.zst: compressed; written whole unless a store records what it wrote
-            self.fh = OutputFile(target, atomic)
+            self.fh = OutputFile(target, atomic, resume_at)
             self.owned = True
         elif hasattr(target, "write"):
             self.fh = target
@@ -351,11 +356,11 @@ def _abort(sink: Any) -> None:
             pass
 
 
-def _as_sink(target: Any, atomic: bool = True) -> Any:
+def _as_sink(target: Any, atomic: bool = True, resume_at: Optional[int] = None) -> Any:
     """The CLI hands its own sinks (cli.output.Output: errors on one line); else a _Sink."""
     if target is not None and hasattr(target, "write") and hasattr(target, "flush") and hasattr(target, "what"):
         return target
-    return _Sink(target, atomic)
+    return _Sink(target, atomic, resume_at)
 
 
 def _progress_of(progress: Any) -> Callable[[int, int], None]:
@@ -524,15 +529,27 @@ class _Native:
             framing.columns = [0]
         self.spec = framing.native_spec()
 
-    def run(self, call: Callable[..., dict], sources: List[Source], sinks: Sequence[Any], *args: Any) -> dict:
+    def run(self, call: Callable[..., dict], sources: List[Source], sinks: Sequence[Any], *args: Any,
+            run_plan: Optional[RunPlan] = None) -> dict:
+        """`run_plan` (a --store run with a journal, cuckoo._dedup.resume): the pipeline records
+        each commit in the journal; a resumed run starts where the journal says."""
+        journal_fd = -1
         try:
+            resuming = run_plan is not None and run_plan.mode == "resume"
             if self.header:  # once to each output, before the pipeline writes to its fd
-                for sink in sinks:
-                    if getattr(sink, "fh", None) is not None:
+                for sink, kept in zip(sinks, (run_plan.out_at, run_plan.dropped_at) if resuming else (0, 0)):
+                    if getattr(sink, "fh", None) is not None and not kept:  # (a resumed file has its header)
                         sink.write(self.header)
                         sink.flush()
-            inputs = [(fd, prefix, line) for (fd, prefix), line in zip(self.inputs, self.first_lines)]
-            result = call(inputs, self.out_fd, self.dropped_fd, *args, framing=self.spec)
+            inputs = [(fd, prefix, line, 0) for (fd, prefix), line in zip(self.inputs, self.first_lines)]
+            journal: dict = {}
+            if run_plan is not None:
+                start = run_plan.start_point(self.first_lines[0] if self.first_lines else 1)
+                if resuming:
+                    inputs = _resumed_inputs(inputs, start)
+                journal_fd = run_plan.open_journal()
+                journal = dict(journal_fd=journal_fd, start=start)
+            result = call(inputs, self.out_fd, self.dropped_fd, *args, framing=self.spec, **journal)
             if result["status"] == "bad_record":
                 self._raise_bad_record(result, sources)
             for src, stream in self.decompressing:
@@ -550,6 +567,8 @@ class _Native:
                 raise write_error(sink.what, exc) from None
             raise
         finally:
+            if journal_fd >= 0:
+                os.close(journal_fd)
             for stream, fd in self.streams:
                 _resync(stream, fd)
             for src in sources:
@@ -564,6 +583,23 @@ class _Native:
         if d["bad_why"] == "missing":
             raise MissingFieldError(line, self.framing.missing_text(), name)
         raise RecordError(line, d["message"], name)
+
+
+def _resumed_inputs(inputs: List[tuple], start: dict) -> List[tuple]:
+    """The pipeline's inputs of a resumed run: those before the journal's input empty, that one
+    from the journal's offset (after its CSV header) on, at its line number."""
+    i, offset = int(start["input"]), int(start["input_offset"])
+    if i >= len(inputs):
+        raise ResumeError(f"cuckoo: the run journal names input {i + 1} of {len(inputs)}")
+    out = [(-1, b"", item[2], 0) if j < i else item for j, item in enumerate(inputs)]
+    fd, prefix = inputs[i][0], inputs[i][1]
+    if offset <= len(prefix):
+        prefix = prefix[offset:]
+    else:
+        os.lseek(fd, offset - len(prefix), os.SEEK_CUR)
+        prefix = b""
+    out[i] = (fd, prefix, int(start["input_line"]), offset)
+    return out
 
 
 def _plan(sources: List[Source], framing: Any, sink: Any, drop_sink: Any) -> Optional[_Native]:
@@ -589,7 +625,7 @@ def dedup(source: Any, out: Any = None, *, exact: Optional[bool] = None, store: 
           threads: Optional[int] = None, dropped: Any = None, block_size: Optional[int] = None,
           progress: Union[bool, Callable[[int, int], None]] = False, framing: Optional[Any] = None,
           key: Any = None, sep: Any = None, csv: bool = False, jsonl: bool = False,
-          missing: str = "error", memory: Optional[int] = None) -> DedupResult:
+          missing: str = "error", memory: Optional[int] = None, _run_plan: Optional[RunPlan] = None) -> DedupResult:
     """Writes the first occurrence of each line of `source` to `out`, in input order.
 
     Parameters
@@ -620,7 +656,10 @@ def dedup(source: Any, out: Any = None, *, exact: Optional[bool] = None, store: 
         A :class:`cuckoo.Store` or the path of one (created if absent): exact dedup against it.
         Lines already in it count as seen; each block's new lines are added to it only after
         they were written and flushed to `out`, so a run stopped anyhow and run again writes every
-        line at least once (only the lines of the last block may repeat).
+        line at least once (only the lines of the last block may repeat); exactly once when the
+        store, `out` and `dropped` are paths of uncompressed files and the inputs are files (the
+        run journal ``STORE.run``: the rerun cuts `out` back to the last commit and goes on; a
+        rerun of a finished run does nothing; ``result.store_stats["run_journal"]``).
     filter
         A :class:`cuckoo.Filter` to dedup against (lines already in it count as seen); it is
         updated in place and returned as ``result.filter``. Default: a new filter, growable,
@@ -744,7 +783,8 @@ def dedup(source: Any, out: Any = None, *, exact: Optional[bool] = None, store: 
             if done is not None:
                 return done
         if exact or store is not None:
-            return _dedup_store(sources, out, store, dropped, block_size or EXACT_BLOCK, threads, report, framing)
+            return _dedup_store(sources, out, store, dropped, block_size or EXACT_BLOCK, threads, report, framing,
+                                _run_plan)
         return _dedup_filter(sources, out, filter, capacity, fpr, seed, dropped, block_size or DEFAULT_BLOCK,
                              threads, report, framing)
     except BaseException:
@@ -1016,11 +1056,26 @@ def _store_insert(s: Any, lines: Any) -> np.ndarray:
     return s._s.add_unique_spans(lines.buf, lines.kstarts, lines.klen)
 
 
+def _journal_stats(plan: RunPlan) -> dict:
+    """What the run journal did, for DedupResult.store_stats["run_journal"]."""
+    point = plan.point if plan.mode != "new" else None
+    return {"mode": plan.mode, "journal": plan.journal, "records_before": int(point["records"]) if point else 0,
+            "kept_before": int(point["kept"]) if point else 0, "store_bytes_cut": plan.cut_bytes}
+
+
 def _dedup_store(sources: List[Source], out: Any, store: Any, dropped: Any, block: int, threads: Optional[int],
-                 report: Callable[[int, int], None], framing: Any) -> DedupResult:
+                 report: Callable[[int, int], None], framing: Any, run_plan: Optional[RunPlan] = None) -> DedupResult:
     owned = not isinstance(store, cuckoo.Store)
-    s = cuckoo.Store(None if store is None else os.fspath(store)) if owned else store
     persistent = store is not None
+    if run_plan is None and owned and persistent:
+        # (A store path and output paths: the run journal, cuckoo._dedup.resume. The CLI plans
+        # its runs itself, before it opens the store and the outputs.)
+        run_plan = plan_run(store, out, dropped, sources, framing)
+    if run_plan is not None and run_plan.mode == "done":
+        for src in sources:
+            src.close()
+        return DedupResult(0, 0, 0, 0.0, True, store_stats={"run_journal": _journal_stats(run_plan)})
+    s = cuckoo.Store(None if store is None else os.fspath(store)) if owned else store
     try:
         may_grow = _reserve(s, sources, block)
     except BaseException:
@@ -1029,7 +1084,13 @@ def _dedup_store(sources: List[Source], out: Any, store: Any, dropped: Any, bloc
         raise
     # A persistent store records a line once its output was handed to the OS: its outputs are
     # written in place (a rerun writes what no run wrote); an anonymous one's are written whole.
-    sink, drop_sink = _as_sink(out, not persistent), _as_sink(dropped, not persistent)
+    try:
+        sink = _as_sink(out, not persistent, run_plan.out_at if run_plan is not None else None)
+        drop_sink = _as_sink(dropped, not persistent, run_plan.dropped_at if run_plan is not None else None)
+    except BaseException:
+        if owned:
+            s.close()
+        raise
     max_key = max_store_key()
     read = written = nbytes = 0
     start = time.perf_counter()
@@ -1042,7 +1103,8 @@ def _dedup_store(sources: List[Source], out: Any, store: Any, dropped: Any, bloc
                 # The anonymous store keeps its entries' hash bits (4 bytes a slot) to grow without
                 # reading its log back, when it may grow at all.
                 d = native.run(s._s._dedup, sources, (sink, drop_sink), block, threads or default_threads(), max_key,
-                               persistent, not persistent and may_grow, None if report is _no_progress else report)
+                               persistent, not persistent and may_grow, None if report is _no_progress else report,
+                               run_plan=run_plan)
                 if d["status"] == "key_too_long":
                     raise KeyTooLongError(d["lines"] + 1, max_key)
                 done = True
@@ -1050,8 +1112,12 @@ def _dedup_store(sources: List[Source], out: Any, store: Any, dropped: Any, bloc
                 _finish(sink, drop_sink, done)
             read, written, nbytes = d["lines"], d["kept"], d["bytes"]
             stats = s.stats()
+            if run_plan is not None:
+                stats["run_journal"] = _journal_stats(run_plan)
             ok = True
             return DedupResult(read, written, nbytes, time.perf_counter() - start, True, store_stats=stats)
+        if run_plan is not None and run_plan.mode == "resume":  # (plan_run checked the framing is native)
+            raise ResumeError("cuckoo: this run cannot be resumed here (the native pipeline is not available)")
         done = False
         try:
             blocks = _blocks(sources, framing, block, max_key)

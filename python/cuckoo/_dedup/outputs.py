@@ -5,7 +5,8 @@
 the run succeeds: a run that fails or is interrupted leaves an existing target as it was, a new
 one does not appear, and no temporary file is left behind. With a store (``--store``), outputs
 are written in place, since the store records a line once its output was handed to the OS: a
-rerun then writes every line no run wrote (at least once).
+rerun then writes every line no run wrote (at least once; exactly once with the run journal of
+cuckoo._dedup.resume, which cuts the output back to the last commit).
 
 **One clobber rule.** No file a run writes may be a file it reads or another file it writes: the
 inputs, the outputs, the filter file read or saved, a store and its files are compared by file
@@ -43,11 +44,13 @@ def same_file(a: str, b: str) -> bool:
 
 def store_files(path: str) -> List[Tuple[str, str]]:
     """(path, what) of each file a store at `path` owns: its log, index snapshot (and the
-    snapshot's temporary file), lock, and compaction's temporary log."""
+    snapshot's temporary file), lock, compaction's temporary log, and the run journal of dedup
+    (cuckoo._dedup.resume)."""
     return [(path, f"the store '{path}'"), (path + ".idx", f"the snapshot of the store '{path}'"),
             (path + ".idx.tmp", f"a temporary file of the store '{path}'"),
             (path + ".lock", f"the lock of the store '{path}'"),
-            (path + ".compact", f"a temporary file of the store '{path}'")]
+            (path + ".compact", f"a temporary file of the store '{path}'"),
+            (path + ".run", f"the run journal of the store '{path}'")]
 
 
 def refuse_clobber(path: Optional[str], what: str, protected: Sequence[Tuple[str, str]],
@@ -119,7 +122,9 @@ class OutputFile:
     """A binary output file: written whole (`atomic`: a temporary file beside the target, renamed
     over it by commit(), removed by abort()) or in place. NAME.gz/.bz2/.xz/.zst is compressed."""
 
-    def __init__(self, path: Any, atomic: bool = True) -> None:
+    def __init__(self, path: Any, atomic: bool = True, resume_at: Optional[int] = None) -> None:
+        """`resume_at` (in place, uncompressed): keep the file's first `resume_at` bytes and write
+        after them (a --store run resumed from its journal, cuckoo._dedup.resume)."""
         from . import compress  # (here: start-up of cuckoo dedup)
 
         self.path = os.fspath(path)
@@ -157,6 +162,11 @@ class OutputFile:
                     fd, self.tmp = -1, None
             if fd >= 0:
                 raw = os.fdopen(fd, "wb")
+        if raw is None and resume_at is not None:
+            assert fmt is None and not atomic, "a resumed output is written in place, uncompressed"
+            raw = open(self.path, "r+b")
+            raw.truncate(resume_at)
+            raw.seek(resume_at)
         if raw is None:
             raw = open(self.path, "wb")
         self.raw = raw

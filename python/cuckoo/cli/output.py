@@ -58,7 +58,8 @@ def inputs_of(sources: List[Source]) -> List[Tuple[str, str]]:
 class Output:
     """stdout or -o FILE, written in whole blocks."""
 
-    def __init__(self, path: Optional[str], inputs: List[Source], atomic: bool = True) -> None:
+    def __init__(self, path: Optional[str], inputs: List[Source], atomic: bool = True,
+                 resume_at: Optional[int] = None) -> None:
         self.path = path
         self.what = "to standard output"
         if path is None or path == "-":
@@ -71,7 +72,7 @@ class Output:
             # NAME.gz/.bz2/.xz/.zst: compressed on a thread of its own (cuckoo._dedup.compress); written
             # to a temporary file beside it and renamed at the end of a run that succeeds
             # (`atomic`: unless a store records what was written)
-            self.fh = OutputFile(path, atomic)
+            self.fh = OutputFile(path, atomic, resume_at)  # (resume_at: a --store run resumed, cuckoo._dedup.resume)
         except (OSError, ImportError) as exc:
             raise CliError(f"cuckoo: cannot write output '{path}': {_one_line(exc)}", EXIT_USAGE) from None
         self.owned = True

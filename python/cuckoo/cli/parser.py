@@ -318,10 +318,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "less means more passes over the input, never another output")
     p.add_argument("--store", metavar="STORE",
                    help="exact dedup against a persistent store (created if absent): lines already in it "
-                        "count as seen, new lines are added to it once written, so a run stopped anyhow "
-                        "(kill, Ctrl-C, closed pipe, full disk) and rerun writes every line at least once "
-                        "(only the block in flight may repeat). Lines longer than 2**31 - 1 bytes are "
-                        "refused (exit 1)")
+                        "count as seen, new lines are added to it once written. A run stopped anyhow (kill, "
+                        "Ctrl-C, full disk) and rerun as the same command writes every line exactly once "
+                        "into -o/--dropped files (a journal, STORE.run, says where to go on), at least once "
+                        "to stdout or from stdin, pipes and compressed files (only the block in flight may "
+                        "repeat); a rerun of a finished run changes nothing. Lines longer than 2**31 - 1 "
+                        "bytes are refused (exit 1)")
     p.add_argument("--threads", type=_threads, metavar="N",
                    help="threads of the native pipeline (default: the cores available); the output never "
                         "depends on it")

@@ -25,12 +25,12 @@ def framing_from_args(args: argparse.Namespace) -> Optional[Any]:
         raise CliError(f"cuckoo dedup: {_one_line(exc)}", EXIT_USAGE) from None
 
 
-def dropped_sink(args: argparse.Namespace, sources: List[Source]) -> Optional[Output]:
+def dropped_sink(args: argparse.Namespace, sources: List[Source], resume_at: Optional[int] = None) -> Optional[Output]:
     """--dropped FILE as an output (never an input nor -o's file), or None."""
     if not args.dropped:
         return None
     refuse_clobber(args.dropped, "--dropped file", [(args.output, "the output")])  # (by identity: links too)
-    return Output(args.dropped, sources, atomic=not args.store)
+    return Output(args.dropped, sources, atomic=not args.store, resume_at=resume_at)
 
 
 def record_error(exc: ValueError) -> CliError:

@@ -19,6 +19,7 @@ from .common import CliError, DEFAULT_BLOCK, EXIT_FILTER_FILE, EXIT_OK, EXIT_USA
 from cuckoo._dedup.records import RecordError
 
 from cuckoo._dedup.engine import InputChangedError, KeyTooLongError, dedup
+from cuckoo._dedup.resume import ResumeError, plan_run
 from cuckoo._dedup.sources import iter_blocks, sources_of
 from .records import dropped_sink, framing_from_args, record_error
 from .output import (
@@ -69,7 +70,9 @@ def cmd_dedup_exact(args: argparse.Namespace) -> int:
     and flushes its new lines, and only then commits. Whatever stops a run (a kill, Ctrl-C, a
     closed pipe, a full disk, an error of the store itself), the store holds no line that was
     not written, so a rerun writes every line that no run wrote; the lines of the block being
-    written when a run stopped may be written again (at least once, never lost)."""
+    written when a run stopped may be written again (at least once, never lost). Into output
+    files from input files, the run journal (cuckoo._dedup.resume) makes the rerun exact: it
+    cuts the outputs and the store back to the last commit and goes on from there."""
     for opt in ("filter", "save", "capacity", "fpr", "seed"):
         if getattr(args, opt) is not None:
             raise CliError(f"cuckoo dedup: --{opt} is for the filter; --exact/--store keep every key exactly",
@@ -81,19 +84,36 @@ def cmd_dedup_exact(args: argparse.Namespace) -> int:
     check_run_files([p for p, _ in inputs_of(sources)], [(args.output, "output"), (args.dropped, "--dropped file")],
                     owned)
     framing = framing_from_args(args)
+    # --store with output files: the run journal (exactly-once reruns, cuckoo._dedup.resume),
+    # planned before the store and the outputs are opened (a resumed run cuts them back).
+    plan = None
+    if args.store:
+        try:
+            plan = plan_run(args.store, args.output, args.dropped, sources, framing)
+        except ResumeError as exc:
+            raise CliError(str(exc), exc.code) from None
+        except STORE_ERRORS as exc:
+            raise store_error(args.store, exc) from None
+        if plan is not None and plan.mode == "done":
+            for src in sources:
+                src.close()
+            assert plan.point is not None
+            _note(args, f"cuckoo dedup: this run already finished ({plan.point['records']:,} lines read, "
+                        f"{plan.point['kept']:,} written to '{args.output}'): nothing to do")
+            return EXIT_OK
     store = open_store(args.store) if args.store else None
     block = None if args.block_size == DEFAULT_BLOCK else args.block_size  # (each exact path has its own)
     progress = Progress(_progress_enabled(args), "dedup")
     failing = True
     try:
-        out = Output(args.output, sources, atomic=not args.store)
+        out = Output(args.output, sources, atomic=not args.store, resume_at=plan.out_at if plan else None)
         dropped = None
         ok = False
         try:
-            dropped = dropped_sink(args, sources)
+            dropped = dropped_sink(args, sources, resume_at=plan.dropped_at if plan else None)
             r = dedup(sources, out, exact=True, store=store, threads=args.threads, block_size=block,
                       progress=progress.update, dropped=dropped, framing=framing,
-                      memory=None if store is not None else args.memory)
+                      memory=None if store is not None else args.memory, _run_plan=plan)
             ok = True
         except KeyTooLongError as exc:
             raise line_too_long("cuckoo dedup", exc.line, exc.limit) from None
@@ -134,6 +154,11 @@ def cmd_dedup_exact(args: argparse.Namespace) -> int:
         return EXIT_OK
     st = r.store_stats
     assert st is not None
+    run = st.get("run_journal")
+    if run is not None and run["mode"] == "resume":
+        cut = f"; {_bytes(run['store_bytes_cut'])} of uncommitted keys cut from the store" if run["store_bytes_cut"] else ""
+        _note(args, f"cuckoo dedup: resumed the interrupted run after its {run['records_before']:,} lines "
+                    f"({run['kept_before']:,} written before){cut}")
     where = args.store or "an anonymous temporary file, removed"
     _note(args, f"cuckoo dedup: exact: no line wrongly dropped (store: {st['live_keys']:,} keys, log "
                 f"{_bytes(st['log_bytes'])} in {where}, index {_bytes(st['index_bytes'])}, "

@@ -107,6 +107,9 @@ struct Input {
     // The line number of the first byte the pipeline reads from it (after a CSV header the caller
     // read: 1 + the header's lines), for the line numbers of bad records.
     uint64_t first_line = 1;
+    // The byte offset (after a CSV header) of the first byte the pipeline reads from it: where
+    // the run journal counts its positions from (a resumed run starts inside an input).
+    uint64_t first_byte = 0;
 };
 
 // Every allocation of the pipeline's buffers calls fault::before_allocation() first (the test

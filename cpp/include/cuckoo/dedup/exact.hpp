@@ -289,6 +289,9 @@ inline Result with_key_set(const std::vector<Input>& inputs, const std::vector<i
     constexpr unsigned char kNoLane = 0xFF;
     uint64_t written_to = 0;  // lines before it are written
     Result total, read_before;  // (read_before: the lines and bytes of the passes done)
+    // The last tick of the passes done: each pass's ticks go on from it (passes shorter than a
+    // tick would otherwise never check for signals or report progress).
+    auto last_tick = std::chrono::steady_clock::now();
     bool first = true;
     while (!waiting.empty()) {
         // The range that waited from the earliest line: the writing goes on from there.
@@ -346,6 +349,7 @@ inline Result with_key_set(const std::vector<Input>& inputs, const std::vector<i
                 return tick(sum);
             };
         Pipeline p(pass_inputs, out_fd, dropped_fd, hasher, opt, pass_tick);
+        p.continue_ticks_from(last_tick);
         pipeline = &p;
         Result r = p.run(
             [&](Block& b, size_t n) -> size_t {
@@ -478,6 +482,7 @@ inline Result with_key_set(const std::vector<Input>& inputs, const std::vector<i
             },
             [] {}, /*write_behind=*/true);
         pipeline = nullptr;
+        last_tick = p.last_tick();
         if (!first && (r.lines != total.lines || r.bytes != total.bytes || keys_digest != first_keys_digest))
             throw InputChanged("the input changed while it was read again (fewer or other lines)");
         if (first) {

@@ -5,6 +5,8 @@
 
 #if !defined(_WIN32)
 
+#include <type_traits>
+
 #include "cuckoo/dedup/block.hpp"
 
 namespace cuckoo {
@@ -28,7 +30,8 @@ public:
 
     // Runs to the end of the input (or a stop): for each block in order, apply(block) fills
     // block.keep[0, k) and returns k (k < lines: the key k found no room, stop after it);
-    // write_block(block, k) then writes the kept lines; commit() runs after they were written.
+    // write_block(block, k) then writes the kept lines; commit() (or commit(block, k)) runs after
+    // they were written.
     // `write_behind` (only for a commit that does nothing: a filter, an anonymous store): with
     // threads > 1, a writer thread gathers and writes the applied blocks in order, so that the
     // calling thread only applies (the writes' copies then overlap the next block's inserts).
@@ -45,7 +48,7 @@ public:
         if (producers) start_threads(producers, write_behind);
         warm();
         Result r;
-        last_tick_ = std::chrono::steady_clock::now();
+        if (!tick_clock_given_) last_tick_ = std::chrono::steady_clock::now();
         size_t line_input = SIZE_MAX;  // the input of the last block applied
         uint64_t next_line = 0;        // the line its next record starts on
         for (uint64_t seq = 0;; ++seq) {
@@ -81,7 +84,10 @@ public:
                     if (now) last_tick_ = {};  // after EINTR: a signal arrived, check it now
                     maybe_tick(r);
                 });
-                commit();
+                // (commit(block, k) when it takes them: the run journal records where the block
+                // left the input, run_journal.hpp)
+                if constexpr (std::is_invocable_v<Commit&, const Block&, size_t>) commit(*b, k);
+                else commit();
                 recycle(std::move(b));
             }
             if (stop_after) break;
@@ -99,6 +105,15 @@ public:
     // it; it may only prefetch (read nothing that the calling thread writes). Set before run().
     using BlockWarmer = std::function<void(const uint64_t* hashes, size_t n)>;
     void set_next_block_warmer(BlockWarmer warm) { warm_next_block_ = std::move(warm); }
+
+    // A run that follows another (the exact path's passes over the input): its ticks go on from
+    // the last one of the run before, so that passes shorter than opt.tick_every still tick
+    // (signals, progress) while the whole run takes longer. Set before run().
+    void continue_ticks_from(std::chrono::steady_clock::time_point last) noexcept {
+        last_tick_ = last;
+        tick_clock_given_ = true;
+    }
+    std::chrono::steady_clock::time_point last_tick() const noexcept { return last_tick_; }
 
     // Calls tick() now if opt.tick_every passed since the last call; throws Stopped if asked.
     void maybe_tick(const Result& r) {
@@ -746,6 +761,7 @@ private:
     Options opt_;
     Tick tick_;
     std::chrono::steady_clock::time_point last_tick_;
+    bool tick_clock_given_ = false;  // continue_ticks_from() set last_tick_
     Bytes out_;
     std::vector<uint64_t> read_from_fd_;  // bytes read from each input's fd (read_mutex_)
 

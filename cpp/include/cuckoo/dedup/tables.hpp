@@ -5,6 +5,7 @@
 #if !defined(_WIN32)
 
 #include "cuckoo/dedup/pipeline.hpp"
+#include "cuckoo/dedup/run_journal.hpp"
 #include "cuckoo/staged.hpp"
 #include "cuckoo/store.hpp"
 
@@ -139,10 +140,18 @@ inline void add_block_to_store(Store& s, Block& b, size_t n, std::vector<KeySpan
 // committed only after the block's lines were written (handed to the OS): whatever stops the run
 // leaves in the store no line that was not written. Without it (an anonymous store), each block is
 // one atomic call. `index_bits`: the index keeps its entries' hash bits (Store::keep_index_bits),
-// so that growing (a low estimate of the distinct lines) never reads the log back.
+// so that growing (a low estimate of the distinct lines) never reads the log back. `journal`
+// (with `batches`, outputs that are regular files): the run journal's fd and the point the run
+// starts from; after each commit the journal records the run's new point (run_journal.hpp).
 inline Result with_store(Store& s, std::vector<Input> inputs, int out_fd, int dropped_fd, const Options& opt,
-                         bool batches, bool index_bits, Pipeline::Tick tick) {
+                         bool batches, bool index_bits, Pipeline::Tick tick, int journal_fd = -1,
+                         const RunPoint& start = RunPoint{}) {
     if (index_bits) s.keep_index_bits();
+    std::unique_ptr<RunJournal> journal;
+    if (journal_fd >= 0) {
+        if (!batches) throw std::invalid_argument("a run journal needs one store batch a block");
+        journal = std::make_unique<RunJournal>(journal_fd, start, inputs);
+    }
     Pipeline p(std::move(inputs), out_fd, dropped_fd, s.hasher(), opt, std::move(tick));
     struct Rollback {
         Store& s;
@@ -156,16 +165,24 @@ inline Result with_store(Store& s, std::vector<Input> inputs, int out_fd, int dr
         }
     } rollback{s};
     std::vector<KeySpan> keys;  // the block's keys, as the store takes them
-    return p.run(
+    if (journal) journal->begin(s, out_fd, dropped_fd);
+    const Result r = p.run(
         [&](Block& b, size_t n) -> size_t {
             if (batches) s.begin_batch();
             add_block_to_store(s, b, n, keys);
             return n;
         },
-        [&] {
-            if (batches) s.commit_batch();
+        [&](const Block& b, size_t k) {
+            if (!batches) return;
+            // The journal's point goes first (with the log end the commit will make): a commit
+            // that fails or is cut short leaves the log short of it, and the rerun takes the point
+            // before (run_journal.hpp).
+            if (journal) journal->committing(s, b, k, out_fd, dropped_fd);
+            s.commit_batch();
         },
         /*write_behind=*/!batches);
+    if (journal && r.status == Status::done) journal->finish(s, out_fd, dropped_fd);
+    return r;
 }
 
 }  // namespace dedup

@@ -1,0 +1,336 @@
+"""Exactly-once reruns of ``cuckoo dedup --store STORE -o FILE`` (issue 47, cuckoo._dedup.resume).
+
+A run stopped anywhere, then run again as the same command, leaves its output and dropped files
+byte for byte those of one run that was never stopped, and the store with the same keys.
+
+* Deterministic: a write of the store's files fails at every position in turn (the store's I/O
+  fault hook: the run journal's points, the blocks' batches, the close), for lines, CSV with a
+  header, JSON Lines, two inputs, 1 and 2 threads, over a store that already holds keys.
+* Trials (the must-show of issue 47): the command line stopped at a random moment by SIGKILL,
+  SIGINT, a file size limit (RLIMIT_FSIZE: EFBIG, as a full disk) or its stderr pipe closed
+  (with --progress), then rerun until it succeeds. A few by default, 100 with ``-m slow``.
+* The journal's rules: a finished run is not redone, a changed input or another output starts a
+  new run, an output cut shorter or a store synced by another run since is refused on one line.
+"""
+
+from __future__ import annotations
+
+import errno
+import io
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import List, Tuple
+
+import pytest
+
+import cuckoo
+from cuckoo import _core
+from cuckoo._dedup.resume import ResumeError, read_points
+
+pytestmark = pytest.mark.skipif(os.name == "nt", reason="the store needs POSIX files")
+
+
+# ---- inputs ---------------------------------------------------------------------------------
+
+
+def lines_input(n: int, seed: int) -> bytes:
+    rng = random.Random(seed)
+    return b"".join(b"%x\n" % rng.getrandbits(12) for _ in range(n))
+
+
+def csv_input(n: int, seed: int) -> bytes:
+    rng = random.Random(seed)
+    rows = [b"id,name,note\n"]
+    for i in range(n):
+        k = rng.getrandbits(11)
+        note = b'"a, ""quoted""\nnote"' if i % 7 == 0 else b"plain"  # (a record over two lines)
+        rows.append(b"%d,n%d,%s\n" % (k, i, note))
+    return b"".join(rows)
+
+
+def jsonl_input(n: int, seed: int) -> bytes:
+    rng = random.Random(seed)
+    return b"".join(json.dumps({"user": {"id": rng.getrandbits(11)}, "i": i}).encode() + b"\n" for i in range(n))
+
+
+FRAMINGS = {
+    "lines": (lines_input, {}, []),
+    "csv": (csv_input, {"csv": True, "key": "id"}, ["--csv", "-k", "id"]),
+    "jsonl": (jsonl_input, {"jsonl": True, "key": "user.id"}, ["--jsonl", "-k", "user.id"]),
+}
+
+
+class Job:
+    """One dedup job: its inputs, store, output and dropped files under `root`, and the store's
+    keys of "yesterday" (another file's) before the job."""
+
+    def __init__(self, root: Path, framing: str, inputs: int = 1, n: int = 6000, seed: int = 1) -> None:
+        self.root = root
+        make, self.api_kw, self.cli_args = FRAMINGS[framing]
+        root.mkdir(parents=True, exist_ok=True)
+        self.inputs = []
+        for k in range(inputs):
+            p = root / f"in{k}.txt"
+            p.write_bytes(make(n, seed + k))
+            self.inputs.append(p)
+        self.yesterday = root / "yesterday.txt"
+        self.yesterday.write_bytes(make(n // 4, seed + 100))
+        self.store, self.out, self.dropped = root / "seen.ckv", root / "out.txt", root / "dropped.txt"
+
+    def fresh(self) -> None:
+        """The store of yesterday's keys, and no output yet."""
+        for p in self.root.iterdir():
+            if p.name.startswith(("seen.ckv", "out", "dropped", "y.out")):
+                p.unlink()
+        cuckoo.dedup(str(self.yesterday), str(self.root / "y.out"), store=str(self.store), **self.api_kw)
+        (self.root / "y.out").unlink()
+
+    def api(self, **kw) -> cuckoo.DedupResult:
+        src = [str(p) for p in self.inputs] if len(self.inputs) > 1 else str(self.inputs[0])
+        return cuckoo.dedup(src, str(self.out), store=str(self.store), dropped=str(self.dropped), **self.api_kw, **kw)
+
+    def cli(self, *extra: str) -> List[str]:
+        return [sys.executable, "-m", "cuckoo", "dedup", "--store", str(self.store), *self.cli_args,
+                *[str(p) for p in self.inputs], "-o", str(self.out), "--dropped", str(self.dropped), *extra]
+
+    def files(self) -> Tuple[bytes, bytes, int]:
+        with cuckoo.Store(str(self.store), readonly=True) as s:
+            keys = len(s)
+        return self.out.read_bytes(), self.dropped.read_bytes(), keys
+
+    def reference(self, **kw) -> Tuple[bytes, bytes, int]:
+        self.fresh()
+        r = self.api(**kw)
+        assert r.store_stats["run_journal"]["mode"] == "new"
+        return self.files()
+
+
+# ---- deterministic: a failed write at every position ------------------------------------------
+
+
+@pytest.mark.parametrize("framing,inputs,threads", [("lines", 1, 1), ("lines", 2, 2), ("csv", 1, 2), ("csv", 2, 1),
+                                                    ("jsonl", 1, 1)])
+def test_a_failed_store_write_anywhere_then_a_rerun_gives_the_uninterrupted_files(tmp_path, framing, inputs, threads):
+    job = Job(tmp_path, framing, inputs)
+    kw = dict(block_size=4096, threads=threads)
+    ref = job.reference(**kw)
+    assert ref[0] and ref[1]  # (both files have records)
+    n, failed, modes = 1, 0, []
+    while True:
+        job.fresh()
+        _core._testing_io_fault(n, errno.ENOSPC, False)  # the nth write of the store's files fails
+        try:
+            job.api(**kw)
+            stopped = False
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC
+            stopped = True
+        finally:
+            _core._testing_io_fault(0, 0, False)
+        if not stopped:
+            break  # past the run's last write
+        failed += 1
+        r = job.api(**kw)
+        modes.append(r.store_stats["run_journal"]["mode"])  # (new: the run's first point was not written)
+        assert job.files() == ref, f"the rerun after write {n} failed differs"
+        n += 1 if n < 12 else 5
+    assert failed >= 6  # (the run has that many writes: points, batches, the close)
+    assert modes[0] == "new" and modes.count("resume") >= 4, modes
+
+
+def test_the_rerun_says_where_it_resumed_and_finishes_once(tmp_path):
+    job = Job(tmp_path, "lines", n=20000)
+    ref = job.reference(block_size=4096)
+    job.fresh()
+    _core._testing_io_fault(9, errno.EFBIG, False)
+    try:
+        with pytest.raises(OSError):
+            job.api(block_size=4096)
+    finally:
+        _core._testing_io_fault(0, 0, False)
+    partial = job.out.read_bytes()
+    assert 0 < len(partial) < len(ref[0])
+    r = job.api(block_size=4096)
+    run = r.store_stats["run_journal"]
+    assert run["mode"] == "resume" and 0 < run["records_before"] < 20000
+    assert r.lines_read == 20000 - run["records_before"]  # (the rerun reads only what is left)
+    assert job.files() == ref
+    again = job.api(block_size=4096)
+    assert again.store_stats["run_journal"]["mode"] == "done" and again.lines_read == 0
+    assert job.files() == ref
+
+
+# ---- the journal's rules ------------------------------------------------------------------------
+
+
+def interrupted(job: Job, at: int = 9) -> None:
+    job.fresh()
+    _core._testing_io_fault(at, errno.ENOSPC, False)
+    try:
+        with pytest.raises(OSError):
+            job.api(block_size=4096)
+    finally:
+        _core._testing_io_fault(0, 0, False)
+
+
+def test_a_finished_run_is_not_redone_on_the_command_line(tmp_path):
+    job = Job(tmp_path, "csv")
+    job.fresh()
+    first = subprocess.run(job.cli(), capture_output=True, timeout=120)
+    assert first.returncode == 0, first.stderr
+    files = job.files()
+    again = subprocess.run(job.cli(), capture_output=True, timeout=120)
+    assert again.returncode == 0
+    assert b"this run already finished" in again.stderr and b"nothing to do" in again.stderr
+    assert job.files() == files
+
+
+def test_a_changed_input_starts_a_new_run(tmp_path):
+    job = Job(tmp_path, "lines")
+    interrupted(job)
+    with open(job.inputs[0], "ab") as fh:
+        fh.write(b"brand-new-line\n")
+    r = job.api(block_size=4096)
+    # A new run: the output is rewritten with the records the store does not hold (the
+    # interrupted run's committed keys are held: as without a journal).
+    assert r.store_stats["run_journal"]["mode"] == "new"
+    assert job.out.read_bytes().endswith(b"brand-new-line\n")
+
+
+def test_another_output_starts_a_new_run_and_a_removed_output_starts_over(tmp_path):
+    job = Job(tmp_path, "lines")
+    ref = job.reference(block_size=4096)
+    interrupted(job)
+    job.out.unlink()
+    r = job.api(block_size=4096)
+    assert r.store_stats["run_journal"]["mode"] == "new"
+    interrupted(job)
+    other = tmp_path / "other.txt"
+    r = cuckoo.dedup(str(job.inputs[0]), str(other), store=str(job.store), dropped=str(job.dropped), block_size=4096)
+    assert r.store_stats["run_journal"]["mode"] == "new"
+    assert len(other.read_bytes()) < len(ref[0])  # (what the interrupted run committed is seen)
+
+
+def test_an_output_cut_shorter_is_refused_on_one_line(tmp_path):
+    job = Job(tmp_path, "lines")
+    interrupted(job)
+    recorded = min(p["out_bytes"] for p in read_points(str(job.store) + ".run"))
+    assert recorded > 0
+    with open(job.out, "r+b") as fh:  # shorter than any point the journal holds
+        fh.truncate(recorded - 1)
+    store_before = job.store.read_bytes()
+    with pytest.raises(ResumeError, match=r"cannot resume the interrupted run: .* fewer than .*; remove"):
+        job.api(block_size=4096)
+    assert job.store.read_bytes() == store_before  # (nothing cut, nothing written)
+    proc = subprocess.run(job.cli("--block-size", "4096"), capture_output=True, timeout=120)
+    assert proc.returncode == 1 and proc.stderr.count(b"\n") == 1 and b"cannot resume" in proc.stderr
+
+
+def test_a_store_written_and_synced_by_another_run_since_is_refused(tmp_path):
+    job = Job(tmp_path, "lines")
+    # Stopped between a point and its commit: the log holds a block past the older point...
+    interrupted(job, at=10)
+    points = read_points(str(job.store) + ".run")
+    assert points and not points[0]["done"]
+    # ... then another program adds a key and closes the store (syncing it past the point).
+    with cuckoo.Store(str(job.store)) as s:
+        s.add(b"someone else's key")
+    with pytest.raises(ResumeError, match="written and synced by another run since"):
+        job.api(block_size=4096)
+    with cuckoo.Store(str(job.store), readonly=True) as s:
+        assert b"someone else's key" in s
+
+
+def test_a_torn_newer_point_falls_back_to_the_older_one(tmp_path):
+    job = Job(tmp_path, "jsonl")
+    ref = job.reference(block_size=4096)
+    interrupted(job, at=11)
+    points = read_points(str(job.store) + ".run")
+    assert len(points) == 2
+    slot = points[0]["sequence"] % 2
+    with open(str(job.store) + ".run", "r+b") as fh:  # the newer slot's checksum no longer matches
+        fh.seek(slot * 128 + 60)
+        fh.write(b"\xff")
+    assert read_points(str(job.store) + ".run")[0]["sequence"] == points[1]["sequence"]
+    job.api(block_size=4096)
+    assert job.files() == ref
+
+
+def test_outputs_that_cannot_be_cut_back_keep_no_journal(tmp_path):
+    """stdout, a compressed output, an input from a pipe: at least once, no journal written."""
+    job = Job(tmp_path, "lines")
+    job.fresh()
+    journal = str(job.store) + ".run"
+    before = read_points(journal)  # (yesterday's run: its own points)
+    cuckoo.dedup(str(job.inputs[0]), str(tmp_path / "out.txt.gz"), store=str(job.store))
+    with open(job.inputs[0], "rb") as fh:
+        cuckoo.dedup(fh, str(job.out), store=str(job.store))
+    cuckoo.dedup(str(job.inputs[0]), io.BytesIO(), store=str(job.store))
+    assert read_points(journal) == before
+
+
+# ---- trials: the command line stopped at a random moment ---------------------------------------
+
+
+def stop_at_random(job: Job, how: str, rng: random.Random, span: float, extra: List[str]) -> int:
+    """Runs the command line and stops it `how`, at a random moment within about `span` seconds;
+    its exit status."""
+    cmd = job.cli(*extra)
+    if how == "fsize":
+        limit = rng.randint(1 << 10, 1 << 21)
+
+        def limited() -> None:
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+        return subprocess.run(cmd, capture_output=True, timeout=120, preexec_fn=limited).returncode
+    if how == "pipe":
+        p = subprocess.Popen(cmd + ["--progress"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        time.sleep(rng.uniform(0, span))
+        p.stderr.close()  # the next progress line meets a closed pipe
+        return p.wait(timeout=120)
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(rng.uniform(0, span))
+    p.send_signal(signal.SIGKILL if how == "kill" else signal.SIGINT)
+    return p.wait(timeout=120)
+
+
+def one_trial(tmp_path: Path, how: str, seed: int) -> None:
+    rng = random.Random(seed)
+    framing = ("lines", "csv", "jsonl")[seed % 3]
+    job = Job(tmp_path / f"t{seed}", framing, inputs=1 + seed % 2, n=60000, seed=seed)
+    extra = ["--block-size", str(rng.choice([8192, 65536])), "--threads", str(1 + seed % 2)]
+    job.fresh()
+    start = time.perf_counter()
+    ok = subprocess.run(job.cli(*extra), capture_output=True, timeout=120)
+    span = time.perf_counter() - start
+    assert ok.returncode == 0, ok.stderr
+    ref = job.files()
+    job.fresh()
+    stops = []
+    for _ in range(4):  # stopped up to 4 times, then run to the end
+        stops.append(stop_at_random(job, how, rng, span, extra))
+    final = subprocess.run(job.cli(*extra), capture_output=True, timeout=120)
+    assert final.returncode == 0, final.stderr
+    assert job.files() == ref, f"trial {how} seed {seed} ({framing}, {extra}, exits {stops}) differs"
+
+
+HOWS = ["kill", "int", "fsize", "pipe"]
+
+
+@pytest.mark.parametrize("how", HOWS)
+def test_stopped_at_a_random_moment_then_rerun(tmp_path, how):
+    one_trial(tmp_path, how, seed=HOWS.index(how))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("trial", range(100))
+def test_stopped_at_a_random_moment_then_rerun_100(tmp_path, trial):
+    one_trial(tmp_path, HOWS[trial % 4], seed=1000 + trial)
