@@ -223,6 +223,55 @@ def test_allocation_failure_at_each_site_raises_memoryerror_and_records_only_wri
     assert n > {"filter": 8, "exact": 10, "exact-passes": 40, "exact-read-once": 12, "store": 12}[mode]
 
 
+KEYED = {
+    "csv": (dict(csv=True, key="k"), b"k,v\n", lambda i, k: b'%012d,"v %d"\n' % (k, i)),
+    "jsonl": (dict(jsonl=True, key="user.id"), b"", lambda i, k: b'{"user": {"id": "%012d"}, "i": %d}\n' % (k, i)),
+}
+
+
+@pytest.mark.parametrize("framing", sorted(KEYED))
+@pytest.mark.parametrize("mode,threads", [("exact", 1), ("exact-passes", 2), ("store", 1), ("store", 2),
+                                          ("filter", 2)])
+def test_allocation_failure_in_keyed_records_raises_memoryerror_and_records_only_written_ones(
+        tmp_path, framing, mode, threads):
+    """The sweep above over CSV and JSON Lines records (their keys' buffer and key references
+    included): each failure a MemoryError, the output a prefix of the reference (the CSV header
+    first), a store holding only keys of records written; then the whole reference."""
+    kw, header, record = KEYED[framing]
+    keys = [(i * 7919) % 9000 for i in range(20000)]  # (distinct keys past exact-passes' 64 KiB)
+    src = tmp_path / "in.txt"
+    src.write_bytes(header + b"".join(record(i, k) for i, k in enumerate(keys)))
+    want, seen = [header] if header else [], set()
+    for i, k in enumerate(keys):
+        if k not in seen:
+            seen.add(k)
+            want.append(record(i, k))
+    n = 1
+    while True:
+        d = tmp_path / f"try{n}"
+        d.mkdir()
+        out = d / "out.txt"
+        _core._fail_allocation(n)
+        try:
+            run(mode, str(src), out, d, threads=threads, block_size=1 << 13, **kw)
+        except MemoryError:
+            _core._fail_allocation(0)
+            got = out.read_bytes().splitlines(keepends=True) if out.exists() else []
+            assert got == want[:len(got)], f"allocation {n}: the output is not a prefix of the reference"
+            if mode == "store" and (d / "seen.ckv").exists():
+                # (a JSON string's key keeps its quotes: "1" and 1 are other keys)
+                written = {line.split(b",")[0] if framing == "csv" else line.split(b'"id": ')[1][:14]
+                           for line in got[1 if header else 0:]}
+                assert store_keys(d) <= written, f"allocation {n}: recorded, not written"
+            n += 1
+            continue
+        finally:
+            _core._fail_allocation(0)
+        break
+    assert out.read_bytes() == b"".join(want)
+    assert n > 6, n  # (the sweep reached the pipeline's keyed buffers, not only the table or store)
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 def test_a_failed_write_of_the_store_that_keys_moved_to_raises_and_leaves_a_prefix(tmp_path, infile, threads):
     """Input read once whose keys passed --memory goes on in a store on an anonymous file: each of

@@ -351,6 +351,13 @@ inline void split_records(Block& b, const Framing& f, uint64_t max_key) {
         b.key_refs.reset(new KeyRef[cap]);
         b.key_cap = cap;
     }
+    // The keys are parts of their records (a few bytes more for several CSV columns' lengths, or
+    // a JSON number written out): room for about the block's bytes, through the allocation
+    // hook (tests/test_dedup_faults.py), so that framing a block rarely grows the buffer itself.
+    if (b.scratch.keys.capacity() < b.used + 64) {
+        fault::before_allocation();
+        b.scratch.keys.reserve(b.used + b.used / 8 + 64);
+    }
     size_t good = frame_records(f, p, b.line_end.get(), n, b.key_refs.get(), b.scratch, b.stop);
     if (!b.stop.stopped && unclosed) {
         b.stop = FrameStop{true, KeyStatus::invalid, n, "not valid CSV: a quoted field is not closed at the end of the input"};
