@@ -39,14 +39,22 @@ std::unique_lock<std::mutex> lock_window(PyWindow& self) {
     return lk;
 }
 
-// The times of a bulk call: None (count windows) or a float64 array of one time a key.
-const double* times_of(const PyWindow& self, const py::object& times, uint64_t n, py::array_t<double>& held) {
+// The times of a bulk call: None (count windows), a float (every key's: arrival time), or a
+// float64 array of one time a key.
+const double* times_of(const PyWindow& self, const py::object& times, uint64_t n, py::array_t<double>& held,
+                       std::vector<double>& same) {
     const bool count = self.w.is_count();
     if (times.is_none()) {
         if (!count) throw py::value_error("a time window needs a time for every key");
         return nullptr;
     }
     if (count) throw py::value_error("a count window takes no times");
+    if (PyFloat_Check(times.ptr())) {
+        const double t = times.cast<double>();
+        self.w.check_time(t);
+        same.assign(n, t);
+        return same.data();
+    }
     held = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(times);
     if (!held || held.ndim() != 1) throw py::type_error("times must be a one-dimensional array of seconds (float64)");
     if (static_cast<uint64_t>(held.size()) != n)
@@ -88,7 +96,8 @@ void register_window(py::module_& m) {
             const std::vector<KeyBatch> batches = make_batches(self.w.hasher(), keys, KeyForm::Bytes);
             const uint64_t n = total_size(batches);
             py::array_t<double> held;
-            const double* t = times_of(self, times, n, held);
+            std::vector<double> same;
+            const double* t = times_of(self, times, n, held, same);
             py::array_t<uint8_t> out = new_array<uint8_t>(n);
             auto* dst = reinterpret_cast<cuckoo::WindowVerdict*>(out.mutable_data());
             SignalCheck stop(1);
