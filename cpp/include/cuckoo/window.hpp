@@ -112,17 +112,36 @@ public:
     // see() for n records in order: key_of(j) -> KeySpan, hashes[j], times[j] (nullptr for count
     // windows). should_stop() is polled every few thousand records; returns how many were done
     // (the rest untouched). The same answers as n calls of see(): it is that loop, with the
-    // generations of the key a few records on prefetched, so that its lookups overlap this one's.
+    // buckets of the key kAhead records on prefetched in every generation, so that its lookups
+    // overlap this one's (a new key probes every generation: g random reads).
+    static constexpr uint64_t kAhead = 8;
     template <class KeyOf, class Stop>
     uint64_t see_many(uint64_t n, KeyOf&& key_of, const uint64_t* hashes, const double* times, WindowVerdict* out,
                       Stop&& should_stop) {
         if (!count_)
             for (uint64_t j = 0; j < n; ++j) check_time(times[j]);  // all before the first change
+        for (uint64_t j = 0; j < std::min<uint64_t>(n, kAhead); ++j) prefetch(hashes[j]);
         for (uint64_t j = 0; j < n; ++j) {
             if ((j & 4095) == 0 && j && should_stop()) return j;
+            if (j + kAhead < n) prefetch(hashes[j + kAhead]);
             out[j] = see(key_of(j), hashes[j], count_ ? 0.0 : times[j]);
         }
         return n;
+    }
+    // Prefetches the buckets of a hash in every live generation (a hint: generations that come
+    // or go before its key's turn only waste the prefetch).
+    void prefetch(uint64_t h) const noexcept {
+        for (const Generation& g : gens_) {
+            if (g.set) {
+                g.set->prefetch(h);
+            } else {
+                for (const Filter& f : g.filters) {
+                    const KeyHash k = f.locate(h);
+                    f.table().prefetch(k.i1);
+                    f.table().prefetch(k.i2);
+                }
+            }
+        }
     }
 
     // ---- statistics ----
