@@ -358,3 +358,28 @@ def test_docstring_example_runs():
     import cuckoo.window
 
     assert doctest.testmod(cuckoo.window, extraglobs={"cuckoo": cuckoo}).failed == 0
+
+
+def test_threads_share_a_window_one_call_at_a_time():
+    """seen_many runs without the GIL and scalar calls wait for it without holding the GIL: two
+    bulk threads and a scalar one finish, and every record is counted once."""
+    import threading
+
+    w = cuckoo.Window(records=50_000)
+    keys = np.arange(200_000, dtype=np.uint64)
+
+    def bulk():
+        for s in range(0, len(keys), 10_000):
+            w.seen_many(keys[s : s + 10_000])
+
+    def scalar():
+        for k in range(20_000):
+            w.seen(k)
+
+    threads = [threading.Thread(target=f) for f in (bulk, bulk, scalar)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not any(t.is_alive() for t in threads)
+    assert w.processed == 420_000
