@@ -143,6 +143,15 @@ TEST_CASE(memory_stays_bounded_by_the_window) {
     CHECK(wt.entries() <= 2500);
 }
 
+TEST_CASE(a_small_window_holds_little_memory) {
+    // Generations of a few keys must not each hold a 1 MiB arena chunk (zeroed: resident).
+    cuckoo::WindowConfig c;
+    c.records = 10;
+    cuckoo::Window w(c);
+    for (uint64_t i = 0; i < 10000; ++i) see(w, std::to_string(i % 37));
+    CHECK(w.memory_bytes() < 64 * 1024);
+}
+
 TEST_CASE(bad_arguments_and_times_are_refused) {
     cuckoo::WindowConfig c;
     CHECK_THROWS(cuckoo::Window{c}, std::invalid_argument);  // neither records nor seconds

@@ -77,6 +77,19 @@ public:
     // allocated ahead of its records, but chunks of 2 MiB and more are mapped, and their pages
     // take memory only once written.)
     uint64_t memory_bytes() const noexcept { return table_.size() + arena_used_ + stash_.size() * 48; }
+    // Memory allocated: the index, every arena chunk whole (the spare ones too) and the stash.
+    // Chunks of 2 MiB and more are mapped and take memory only where written, so this is an
+    // upper bound there.
+    uint64_t reserved_bytes() const noexcept {
+        uint64_t n = table_.size() + stash_.size() * 48;
+        for (const Chunk& c : chunks_) n += c.buf.size();
+        for (const Chunk& c : spare_) n += c.buf.size();
+        return n;
+    }
+    // The size of the arena's first chunk (later ones double, up to 64 MiB): 1 MiB unless set
+    // before the first key. Many small sets (the generations of a small window) set it smaller:
+    // a chunk under 2 MiB is zeroed whole when allocated, and takes its memory at once.
+    void set_first_chunk_bytes(uint64_t n) noexcept { first_chunk_ = std::max<uint64_t>(n, 64); }
     // Bytes of the keys' records (what the arena holds; memory_bytes() may be more).
     uint64_t arena_bytes() const noexcept { return arena_used_; }
     uint64_t grows() const noexcept { return grows_; }
@@ -402,7 +415,7 @@ private:
         if (chunks_.empty() || chunks_.back().used + need > chunks_.back().buf.size()) {
             if (chunks_.size() >= kMaxChunks) throw std::length_error("the exact key set holds at most 1 TiB of keys");
             // Chunks double from 1 MiB to 64 MiB: small runs stay small, large ones allocate rarely.
-            const uint64_t grown = chunks_.empty() ? (uint64_t(1) << 20)
+            const uint64_t grown = chunks_.empty() ? first_chunk_
                                                    : std::min<uint64_t>(chunks_.back().buf.size() * 2,
                                                                         uint64_t(1) << kChunkShift);
             if (chunks_.size() == chunks_.capacity()) {
@@ -577,6 +590,7 @@ private:
     std::vector<Chunk> chunks_;
     std::vector<Chunk> spare_;  // emptied chunks kept by clear(), the next to use at the back
     uint64_t arena_used_ = 0;
+    uint64_t first_chunk_ = uint64_t(1) << 20;  // see set_first_chunk_bytes()
     uint64_t grows_ = 0;
     std::vector<EvictNode> nodes_;
 };

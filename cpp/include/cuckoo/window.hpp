@@ -102,7 +102,8 @@ public:
         if (!time_ok(t)) throw std::invalid_argument("a time must be a finite number of seconds (of a size the window can slice)");
     }
 
-    // Decides one record (key, its hash h, its time t: ignored by count windows) and records it.
+    // Decides one record (key, its hash h by hasher(): the sets and filters locate keys by it;
+    // its time t: ignored by count windows) and records it.
     // Throws std::invalid_argument for a bad time and std::bad_alloc when memory runs out, the
     // window as before the call either way (but for generations that had expired already).
     WindowVerdict see(KeySpan key, uint64_t h, double t) {
@@ -155,10 +156,11 @@ public:
         for (const Generation& g : gens_) n += g.entries();
         return n;
     }
+    // Memory allocated (KeySet::reserved_bytes: arena chunks whole, the spare set's too).
     uint64_t memory_bytes() const noexcept {
         uint64_t n = sizeof(*this) + gens_.capacity() * sizeof(Generation);
         for (const Generation& g : gens_) n += g.memory_bytes();
-        if (spare_) n += spare_->memory_bytes();
+        if (spare_) n += spare_->reserved_bytes();
         return n;
     }
     // Approximate mode: the bound on the probability that a record whose key is not within one
@@ -191,7 +193,7 @@ private:
             return n;
         }
         uint64_t memory_bytes() const noexcept {
-            if (set) return set->memory_bytes();
+            if (set) return set->reserved_bytes();
             uint64_t n = 0;
             for (const Filter& f : filters) n += f.table_bytes();
             return n;
@@ -208,6 +210,8 @@ private:
                 g.set = std::move(spare_);
             } else {
                 g.set = std::make_unique<KeySet>(hasher_, expect, count_ ? 4u : 16u);
+                // Small first chunks: a window's generations may be tiny (and many windows live).
+                g.set->set_first_chunk_bytes(4096);
             }
         } else {
             g.filters.push_back(Filter::for_capacity(std::max<uint64_t>(capacity, 64), filter_fpr_, 0, 4, 500, hasher_.seed));
