@@ -251,7 +251,9 @@ def test_approximate_collision_rate_on_distinct_keys():
     w = cuckoo.Window(records=20_000, fpr=0.01, seed=3)
     got = w.seen_many(np.arange(200_000, dtype=np.uint64))  # all distinct: every True is a collision
     assert got.mean() <= w.fpr_bound
-    assert w.nbytes < cuckoo.Window(records=20_000).nbytes or True  # (filters are sized up front)
+    exact = cuckoo.Window(records=20_000)
+    assert not exact.seen_many(np.arange(200_000, dtype=np.uint64)).any()
+    assert w.nbytes * 4 < exact.nbytes  # about 2 bytes a key against 20 and more
 
 
 def test_approximate_time_window_never_misses():
@@ -383,3 +385,16 @@ def test_threads_share_a_window_one_call_at_a_time():
         t.join(60)
     assert not any(t.is_alive() for t in threads)
     assert w.processed == 420_000
+
+
+def test_datetimes_are_epoch_seconds():
+    w = cuckoo.Window(seconds=datetime.timedelta(minutes=10))
+    t0 = datetime.datetime(2026, 11, 29, 12, 0, tzinfo=datetime.timezone.utc)
+    assert not w.seen("a", t0)
+    assert w.seen("a", t0 + datetime.timedelta(minutes=9))
+    times = np.array(["2026-11-29T12:20", "2026-11-29T12:29:59", "2026-11-29T12:40"], dtype="datetime64[s]")
+    assert w.seen_many(["a", "a", "a"], times).tolist() == [False, True, False]
+    assert w.watermark == t0.timestamp() + 40 * 60 - 600
+    with pytest.raises(ValueError):
+        w.seen_many(["a"], np.array(["NaT"], dtype="datetime64[s]"))
+    assert w.processed == 5

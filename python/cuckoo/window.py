@@ -38,7 +38,8 @@ class Window:
     ``Window(records=N)``: record *i* is a duplicate iff its key is among the previous *N*
     records (all of them count, duplicates included: the model is a deque of the last *N* keys).
 
-    ``Window(seconds=D)``: each record has a time *t* (seconds, e.g. epoch seconds). With *M*
+    ``Window(seconds=D)``: each record has a time *t* (seconds, e.g. epoch seconds; a
+    ``datetime`` or a ``datetime64`` array is taken as its epoch seconds). With *M*
     the largest time seen so far, and ``lateness`` *L* (default *D*, as Spark's
     ``dropDuplicatesWithinWatermark`` uses one duration for both):
 
@@ -133,8 +134,11 @@ class Window:
         if self._timed is not None and self._timed != timed:
             raise ValueError(self._mixing())
         if timed:
+            stamp = getattr(time, "timestamp", None)  # datetime.datetime (aware: UTC; naive: local)
+            if callable(stamp) and not isinstance(time, (int, float)):
+                return float(stamp())
             if isinstance(time, bool) or not isinstance(time, (int, float)):
-                raise TypeError(f"time must be a number of seconds, not {type(time).__name__}")
+                raise TypeError(f"time must be a number of seconds or a datetime, not {type(time).__name__}")
             return float(time)
         return float(self._clock())
 
@@ -174,9 +178,13 @@ class Window:
             raise ValueError(self._mixing())
         if timed:
             arr = np.asarray(times)
-            if arr.dtype.kind not in "iuf":
-                raise TypeError(f"times must be numbers of seconds, not an array of dtype {arr.dtype}")
-            t = np.ascontiguousarray(arr, dtype=np.float64)
+            if arr.dtype.kind == "M":  # datetime64: seconds since the epoch (NaT is refused as NaN)
+                t = arr.astype("datetime64[ns]").astype(np.int64) / 1e9
+                t[np.isnat(arr)] = np.nan
+            elif arr.dtype.kind in "iuf":
+                t = np.ascontiguousarray(arr, dtype=np.float64)
+            else:
+                raise TypeError(f"times must be numbers of seconds or datetime64, not an array of dtype {arr.dtype}")
             out = self._w.see_many(keys, t)
         else:
             # One arrival time for the whole batch: the batch arrived at once.
