@@ -39,6 +39,13 @@ std::unique_lock<std::mutex> lock_window(PyWindow& self) {
     return lk;
 }
 
+// f() under the window's lock: a bulk call in another thread may be changing the generations.
+template <class F>
+auto locked(PyWindow& self, F&& f) {
+    auto lk = lock_window(self);
+    return f();
+}
+
 // The times of a bulk call: None (count windows), a float (every key's: arrival time), or a
 // float64 array of one time a key.
 const double* times_of(const PyWindow& self, const py::object& times, uint64_t n, py::array_t<double>& held,
@@ -122,18 +129,18 @@ void register_window(py::module_& m) {
             stop.raise_if_interrupted();
             return out;
         }, py::arg("keys"), py::arg("times"))
-        .def_property_readonly("processed", [](const PyWindow& s) { return s.w.records(); })
-        .def_property_readonly("duplicates", [](const PyWindow& s) { return s.w.duplicates(); })
-        .def_property_readonly("late", [](const PyWindow& s) { return s.w.late(); })
-        .def_property_readonly("entries", [](const PyWindow& s) { return s.w.entries(); })
-        .def_property_readonly("generations", [](const PyWindow& s) { return s.w.generation_count(); })
-        .def_property_readonly("memory_bytes", [](const PyWindow& s) { return s.w.memory_bytes(); })
-        .def_property_readonly("fpr_bound", [](const PyWindow& s) { return s.w.fpr_bound(); })
-        .def_property_readonly("max_time", [](const PyWindow& s) { return s.w.max_time(); })
-        .def_property_readonly("watermark", [](const PyWindow& s) { return s.w.watermark(); })
-        .def_property_readonly("lateness", [](const PyWindow& s) { return s.w.lateness(); })
-        .def_property_readonly("generation_width", [](const PyWindow& s) { return s.w.generation_width(); })
-        .def_property_readonly("generation_records", [](const PyWindow& s) { return s.w.generation_records(); });
+        .def_property_readonly("processed", [](PyWindow& s) { return locked(s, [&] { return s.w.records(); }); })
+        .def_property_readonly("duplicates", [](PyWindow& s) { return locked(s, [&] { return s.w.duplicates(); }); })
+        .def_property_readonly("late", [](PyWindow& s) { return locked(s, [&] { return s.w.late(); }); })
+        .def_property_readonly("entries", [](PyWindow& s) { return locked(s, [&] { return s.w.entries(); }); })
+        .def_property_readonly("generations", [](PyWindow& s) { return locked(s, [&] { return s.w.generation_count(); }); })
+        .def_property_readonly("memory_bytes", [](PyWindow& s) { return locked(s, [&] { return s.w.memory_bytes(); }); })
+        .def_property_readonly("fpr_bound", [](PyWindow& s) { return locked(s, [&] { return s.w.fpr_bound(); }); })
+        .def_property_readonly("max_time", [](PyWindow& s) { return locked(s, [&] { return s.w.max_time(); }); })
+        .def_property_readonly("watermark", [](PyWindow& s) { return locked(s, [&] { return s.w.watermark(); }); })
+        .def_property_readonly("lateness", [](PyWindow& s) { return locked(s, [&] { return s.w.lateness(); }); })
+        .def_property_readonly("generation_width", [](PyWindow& s) { return locked(s, [&] { return s.w.generation_width(); }); })
+        .def_property_readonly("generation_records", [](PyWindow& s) { return locked(s, [&] { return s.w.generation_records(); }); });
 }
 
 }  // namespace cuckoo_py
