@@ -163,6 +163,11 @@ def test_arrival_time_uses_the_injected_clock():
     with pytest.raises(ValueError, match="arrival time"):
         w.seen("a", 201.0)
     assert w.processed == 6
+    assert w.lateness == 0.0 and w.late == 0  # arrival time needs no lateness: one window of state
+    assert cuckoo.Window(seconds=60, lateness=5, clock=lambda: 0.0).lateness == 5
+    e = cuckoo.Window(seconds=60)
+    e.seen("a", 1.0)
+    assert e.lateness == 60.0
 
 
 def test_event_time_window_refuses_a_missing_time_after_times():

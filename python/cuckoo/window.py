@@ -51,7 +51,9 @@ class Window:
 
     Without times, a time window uses the time of arrival: ``clock()`` (default
     :func:`time.monotonic`) read once per :meth:`seen` call and once per :meth:`seen_many`
-    batch. A window takes times always or never: the first call decides.
+    batch. A window takes times always or never: the first call decides. Arrival times never
+    go back, so an arrival-time window's lateness is 0 unless given: its state spans one
+    window, where an event-time window's spans ``seconds + lateness``.
 
     ``exact=True`` (the default) answers exactly, holding each key's bytes. ``exact=False`` (or
     giving ``fpr``) keeps cuckoo filters instead, about 2 bytes a key: it never misses a duplicate
@@ -69,7 +71,7 @@ class Window:
         [False, False, False, True, True]
     """
 
-    __slots__ = ("_w", "_records", "_seconds", "_exact", "_fpr", "_clock", "_timed", "__weakref__")
+    __slots__ = ("_w", "_records", "_seconds", "_exact", "_fpr", "_clock", "_timed", "_remake", "__weakref__")
 
     def __init__(
         self,
@@ -122,6 +124,10 @@ class Window:
         self._fpr = None if exact else fpr
         self._clock = _time.monotonic if clock is None else clock
         self._timed: Optional[bool] = None  # time windows: None until the first call says
+        # Arrival times never go back: an arrival-time window needs no lateness, and its state
+        # then spans one window (D) instead of two. Its first call remakes the (empty) core so.
+        self._remake = None if lateness is not None or seconds is None else (
+            lambda: _core._Window(n, d, 0.0, bool(exact), fpr or 0.0, generations, seed))
 
     # ---- checking and recording ----
 
@@ -133,6 +139,8 @@ class Window:
         timed = time is not None
         if self._timed is not None and self._timed != timed:
             raise ValueError(self._mixing())
+        if not timed and self._timed is None:
+            self._arrival_starts()
         if timed:
             stamp = getattr(time, "timestamp", None)  # datetime.datetime (aware: UTC; naive: local)
             if callable(stamp) and not isinstance(time, (int, float)):
@@ -141,6 +149,11 @@ class Window:
                 raise TypeError(f"time must be a number of seconds or a datetime, not {type(time).__name__}")
             return float(time)
         return float(self._clock())
+
+    def _arrival_starts(self) -> None:
+        if self._remake is not None and self._w.processed == 0:
+            self._w = self._remake()
+        self._remake = None
 
     def _mixing(self) -> str:
         return ("this window was given event times: give a time with every key" if self._timed
@@ -176,6 +189,8 @@ class Window:
         timed = times is not None
         if self._timed is not None and self._timed != timed:
             raise ValueError(self._mixing())
+        if not timed and self._timed is None:
+            self._arrival_starts()
         if timed:
             arr = np.asarray(times)
             if arr.dtype.kind == "M":  # datetime64: seconds since the epoch (NaT is refused as NaN)
