@@ -236,6 +236,36 @@ def test_bulk_key_kinds_hash_like_the_scalar_keys():
 # ---- approximate mode ------------------------------------------------------------------------------
 
 
+@settings(max_examples=40)
+@given(n=st.integers(1, 12), generations=st.integers(1, 6), keys=st.lists(st.integers(0, 30), max_size=400),
+       fpr=st.sampled_from([0.5, 0.01]))
+def test_approximate_count_window_errs_one_way_only(n, generations, keys, fpr):
+    """Against the deque model: every duplicate found; a False is always right. (fpr=0.5: many
+    collisions, so the one-way property is tested where errors happen.)"""
+    w = cuckoo.Window(records=n, generations=generations, fpr=fpr, seed=5)
+    model = DequeModel(n)
+    for k in keys:
+        want = model.seen(k)
+        assert w.seen(k) or not want
+
+
+@settings(max_examples=40)
+@given(d4=st.integers(1, 12), late4=st.one_of(st.none(), st.integers(0, 16)), ops=TIMED, drift=st.integers(0, 3),
+       fpr=st.sampled_from([0.5, 0.01]))
+def test_approximate_time_window_errs_one_way_only(d4, late4, ops, drift, fpr):
+    w = cuckoo.Window(seconds=d4 / 4, lateness=None if late4 is None else late4 / 4, fpr=fpr, seed=5)
+    model = EventTimeModel(d4 / 4, None if late4 is None else late4 / 4)
+    for i, (k, jitter) in enumerate(ops):
+        t = i * drift / 4 + jitter / 4
+        want = model.verdict(k, t)
+        got = w.seen(k, t)
+        if want == "dup":
+            assert got
+        if want == "late":
+            assert not got
+    assert w.late == model.late
+
+
 def test_approximate_never_misses_a_duplicate_within_the_window():
     rng = np.random.default_rng(5)
     keys = rng.integers(0, 3000, 50_000)
