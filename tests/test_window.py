@@ -12,7 +12,7 @@ import pickle
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import cuckoo
@@ -70,7 +70,6 @@ def _norm(key):
 # ---- count windows ----------------------------------------------------------------------------
 
 
-@settings(max_examples=60)
 @given(n=st.integers(1, 12), generations=st.integers(1, 6), keys=st.lists(KEYS, max_size=400))
 def test_count_window_equals_a_deque_of_the_last_n(n, generations, keys):
     w = cuckoo.Window(records=n, generations=generations)
@@ -106,7 +105,6 @@ def test_count_window_edge_exactly_n_back():
 TIMED = st.lists(st.tuples(KEYS, st.integers(-40, 40)), max_size=300)
 
 
-@settings(max_examples=60)
 @given(d4=st.integers(1, 12), late4=st.one_of(st.none(), st.integers(0, 16)), generations=st.integers(1, 6),
        ops=TIMED, drift=st.integers(0, 3))
 def test_time_window_equals_the_event_time_model(d4, late4, generations, ops, drift):
@@ -194,7 +192,6 @@ def test_time_window_memory_is_bounded_by_the_window():
 
 
 @pytest.mark.parametrize("exact", [True, False])
-@settings(max_examples=40)
 @given(n=st.integers(1, 9), keys=st.lists(st.integers(0, 20), max_size=300), cut=st.integers(0, 300))
 def test_count_bulk_equals_scalar(exact, n, keys, cut):
     kw = {} if exact else {"fpr": 0.01}
@@ -208,7 +205,6 @@ def test_count_bulk_equals_scalar(exact, n, keys, cut):
 
 
 @pytest.mark.parametrize("exact", [True, False])
-@settings(max_examples=40)
 @given(ops=st.lists(st.tuples(st.sampled_from(["a", "b", "c", "d"]), st.integers(-20, 60)), max_size=300),
        cut=st.integers(0, 300))
 def test_time_bulk_equals_scalar(exact, ops, cut):
@@ -236,7 +232,6 @@ def test_bulk_key_kinds_hash_like_the_scalar_keys():
 # ---- approximate mode ------------------------------------------------------------------------------
 
 
-@settings(max_examples=40)
 @given(n=st.integers(1, 12), generations=st.integers(1, 6), keys=st.lists(st.integers(0, 30), max_size=400),
        fpr=st.sampled_from([0.5, 0.01]))
 def test_approximate_count_window_errs_one_way_only(n, generations, keys, fpr):
@@ -249,7 +244,6 @@ def test_approximate_count_window_errs_one_way_only(n, generations, keys, fpr):
         assert w.seen(k) or not want
 
 
-@settings(max_examples=40)
 @given(d4=st.integers(1, 12), late4=st.one_of(st.none(), st.integers(0, 16)), ops=TIMED, drift=st.integers(0, 3),
        fpr=st.sampled_from([0.5, 0.01]))
 def test_approximate_time_window_errs_one_way_only(d4, late4, ops, drift, fpr):
