@@ -162,6 +162,10 @@ class Window:
     def seen(self, key: Any, time: Optional[float] = None) -> bool:
         """Whether `key` occurred within the window, and records it (the window advances by one
         record). A late record returns False (it is kept) and counts in :attr:`late`."""
+        if time is None and self._records is not None:  # a count window: the common call, short
+            return self._w.see(key, 0.0) == _DUPLICATE
+        if self._timed and type(time) is float:  # an event-time window, after its first call
+            return self._w.see(key, time) == _DUPLICATE
         t = self._time_of(time)
         verdict = self._w.see(key, t)
         if self._records is None:
