@@ -101,7 +101,13 @@ inline bool key_bytes_of_object(PyObject* key, KeyBytes& out) {
         out.len = 8;
         return true;
     };
-    if (PyLong_Check(key)) return int_key();
+    if (PyLong_Check(key)) {
+        if (PyBool_Check(key)) {  // as hash_object refuses them (a store's and a window's keys too)
+            PyErr_SetString(PyExc_TypeError, "bool keys are not supported: keys must be int, bytes or str (use int(flag))");
+            return false;
+        }
+        return int_key();
+    }
     if (PyUnicode_Check(key)) {
         Py_ssize_t len;
         const char* s = PyUnicode_AsUTF8AndSize(key, &len);  // cached on the str object

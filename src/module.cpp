@@ -13,6 +13,7 @@
 #include "keys.hpp"
 #include "shared.hpp"
 #include "store_binding.hpp"
+#include "window_binding.hpp"
 
 namespace cuckoo_py {
 
@@ -98,6 +99,7 @@ PYBIND11_MODULE(_core, m) {
     cuckoo_py::register_dedup_exact(m);
     cuckoo_py::register_json_keys(m);
     cuckoo_py::register_csv_fields(m);
+    cuckoo_py::register_window(m);
     // Tests only (tests/test_faults.py): the n-th allocation of a table, an index or a log
     // mapping from now raises MemoryError (0 disarms); returns the allocations seen since the
     // previous call.

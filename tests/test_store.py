@@ -76,6 +76,11 @@ def test_bad_keys_and_values_raise_and_change_nothing():
             s["k"] = bad
     with pytest.raises(TypeError):
         s.put_many(["a", None, "b"])
+    for bad in ([True], ["a", False]):  # bool keys are refused, as a Filter refuses them
+        with pytest.raises(TypeError, match="bool keys"):
+            s.add_unique_many(bad)
+    with pytest.raises(TypeError, match="bool keys"):
+        s[True] = b"v"
     with pytest.raises(ValueError, match="2 keys but 1 values"):
         s.put_many(["a", "b"], [b"x"])
     assert dict(s.items()) == {b"k": b"v"}

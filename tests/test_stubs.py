@@ -37,7 +37,7 @@ def stub_class(name: str) -> ast.ClassDef:
 
 
 # The compiled classes the stub describes member by member.
-CLASSES = ("Filter", "_Store", "_KeySet")
+CLASSES = ("Filter", "_Store", "_KeySet", "_Window")
 
 
 def stub_members(cls: str = "Filter") -> Dict[str, Tuple[str, List[str]]]:

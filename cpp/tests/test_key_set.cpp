@@ -3,6 +3,7 @@
 // several sizes) and keys longer than a chunk.
 #include "cuckoo/key_set.hpp"
 
+#include <cstring>
 #include <random>
 #include <string>
 #include <unordered_set>
@@ -207,6 +208,39 @@ TEST_CASE(key_set_allocation_failure_leaves_it_as_it_was) {
         CHECK_EQ(set.size(), added.size());
         for (const std::string& k : added) CHECK(set.contains(span(k), hash_of(set, k)));
     }
+}
+
+TEST_CASE(key_set_values_ride_with_their_keys_through_growth_and_retain) {
+    // value_bytes: the caller's bytes after each key (cuckoo/window.hpp keeps positions there).
+    cuckoo::KeySet set(cuckoo::KeyHasher{5}, 0, 8);
+    std::vector<std::string> keys;
+    for (uint64_t i = 0; i < 50000; ++i) keys.push_back(std::to_string(i * 7919) + std::string(i % 30, 'v'));
+    for (uint64_t i = 0; i < keys.size(); ++i) {
+        bool is_new = false;
+        unsigned char* v = set.add_value(span(keys[i]), hash_of(set, keys[i]), is_new);
+        REQUIRE(is_new);
+        uint64_t zero = 1;
+        std::memcpy(&zero, v, 8);
+        CHECK_EQ(zero, uint64_t(0));  // a new key's value starts zeroed
+        std::memcpy(v, &i, 8);
+    }
+    CHECK(set.grows() > 0);
+    auto value = [&](uint64_t i) {
+        const unsigned char* v = set.find_value(span(keys[i]), hash_of(set, keys[i]));
+        uint64_t x = ~uint64_t(0);
+        if (v) std::memcpy(&x, v, 8);
+        return x;
+    };
+    for (uint64_t i = 0; i < keys.size(); ++i) CHECK_EQ(value(i), i);
+    set.retain([](uint64_t h) { return h % 2 == 0; });
+    for (uint64_t i = 0; i < keys.size(); ++i)
+        CHECK_EQ(value(i), hash_of(set, keys[i]) % 2 == 0 ? i : ~uint64_t(0));
+    uint64_t seen = 0;
+    set.for_each_key([&](cuckoo::KeySpan) { ++seen; });
+    CHECK_EQ(seen, set.size());
+    bool is_new = true;
+    set.add_value(span(keys[0]), hash_of(set, keys[0]), is_new);
+    CHECK_EQ(is_new, hash_of(set, keys[0]) % 2 != 0);
 }
 
 int main(int argc, char** argv) { return cktest::run_all(argc, argv); }

@@ -46,6 +46,7 @@ except ImportError as exc:  # pragma: no cover - only on a broken install
 
 from . import _core, _display, _inputs, _lifecycle, _persist
 from .store import RecoveryWarning, Store
+from .window import Window
 
 
 def _running_the_command_line() -> bool:
@@ -102,6 +103,7 @@ __all__ = [
     "Store",
     "StoreForkedError",
     "StoreLockedError",
+    "Window",
     "__version__",
     "cpu_level",
     "cpu_levels",

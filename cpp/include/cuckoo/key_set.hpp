@@ -22,6 +22,11 @@
 // 64-bit hash beyond what two buckets hold go to a stash keyed by that hash, so no insert fails
 // and growth never chases copies of one hash. A random seed (the dedup binding draws one from the
 // OS) keeps adversarial keys from filling the stash.
+//
+// Values: a set made with value_bytes > 0 keeps that many bytes of the caller's after each key's
+// bytes in the arena (zeroed when the key is added; find_value / add_value point at them). The
+// windowed dedup (cuckoo/window.hpp) keeps a key's last position or times there, so that it needs
+// no second hash table beside this one.
 #pragma once
 
 #include <algorithm>
@@ -57,7 +62,8 @@ public:
     static constexpr uint64_t kMaxChunks = uint64_t(1) << (kRefBits - kChunkShift);
     static constexpr uint64_t kMaxBuckets = uint64_t(1) << 32;  // reduce32's range
 
-    explicit KeySet(const KeyHasher& hasher, uint64_t expected_keys = 0) : hasher_(hasher) {
+    explicit KeySet(const KeyHasher& hasher, uint64_t expected_keys = 0, unsigned value_bytes = 0)
+        : hasher_(hasher), value_bytes_(value_bytes) {
         resize_index(buckets_for(std::max<uint64_t>(expected_keys, 64)));
     }
     KeySet(const KeySet&) = delete;
@@ -71,6 +77,19 @@ public:
     // allocated ahead of its records, but chunks of 2 MiB and more are mapped, and their pages
     // take memory only once written.)
     uint64_t memory_bytes() const noexcept { return table_.size() + arena_used_ + stash_.size() * 48; }
+    // Memory allocated: the index, every arena chunk whole (the spare ones too) and the stash.
+    // Chunks of 2 MiB and more are mapped and take memory only where written, so this is an
+    // upper bound there.
+    uint64_t reserved_bytes() const noexcept {
+        uint64_t n = table_.size() + stash_.size() * 48;
+        for (const Chunk& c : chunks_) n += c.buf.size();
+        for (const Chunk& c : spare_) n += c.buf.size();
+        return n;
+    }
+    // The size of the arena's first chunk (later ones double, up to 64 MiB): 1 MiB unless set
+    // before the first key. Many small sets (the generations of a small window) set it smaller:
+    // a chunk under 2 MiB is zeroed whole when allocated, and takes its memory at once.
+    void set_first_chunk_bytes(uint64_t n) noexcept { first_chunk_ = std::max<uint64_t>(n, 64); }
     // Bytes of the keys' records (what the arena holds; memory_bytes() may be more).
     uint64_t arena_bytes() const noexcept { return arena_used_; }
     uint64_t grows() const noexcept { return grows_; }
@@ -133,9 +152,38 @@ public:
     // Adds one key (its hash h); returns whether it was absent.
     bool add(KeySpan key, uint64_t h) { return add_located(key, h, loc_.locate(h)); }
 
+    // Prefetches the two buckets of a key's hash (a caller probing many sets a key, a few keys ahead).
+    void prefetch(uint64_t h) const noexcept {
+        const KeyHash k = loc_.locate(h);
+        __builtin_prefetch(bucket(k.i1), 0, 3);
+        __builtin_prefetch(bucket(k.i2), 0, 3);
+    }
+
+    unsigned value_bytes() const noexcept { return value_bytes_; }
+    // The value bytes of a key (value_bytes() of them), or nullptr when the key is absent. Valid
+    // until the set changes (an add may move nothing, but retain() and clear() do).
+    unsigned char* find_value(KeySpan key, uint64_t h) noexcept {
+        const uint64_t ref = find_ref(key, h, loc_.locate(h));
+        return ref == kNoRef ? nullptr : value_of(ref);
+    }
+    // The value bytes of the key, added first (its value zeroed) when absent; is_new says which.
+    // Throws std::bad_alloc as add() does, the set unchanged.
+    unsigned char* add_value(KeySpan key, uint64_t h, bool& is_new) {
+        const KeyHash k = loc_.locate(h);
+        uint64_t ref = find_ref(key, h, k);
+        is_new = ref == kNoRef;
+        if (is_new) ref = add_absent(key, h, k);
+        return value_of(ref);
+    }
+
 private:
     bool add_located(KeySpan key, uint64_t h, const KeyHash& k) {
         if (find(key, h, k)) return false;
+        add_absent(key, h, k);
+        return true;
+    }
+    // Adds a key known to be absent; returns its arena reference.
+    uint64_t add_absent(KeySpan key, uint64_t h, const KeyHash& k) {
         const bool full = static_cast<double>(count_ + 1) > kMaxLoad * kSlots * static_cast<double>(bucket_count_);
         if (full) grow(bucket_count_ * 2);  // (a failure here or in append leaves the set as it was)
         const uint64_t ref = append(key);
@@ -144,12 +192,12 @@ private:
         } catch (...) {
             // The record goes too: the arena holds exactly the set's keys (a growth re-places
             // every record it holds).
-            const uint64_t need = length_size(key.len) + key.len;
+            const uint64_t need = length_size(key.len) + key.len + value_bytes_;
             chunks_.back().used -= need;
             arena_used_ -= need;
             throw;
         }
-        return true;
+        return ref;
     }
 
 public:
@@ -175,7 +223,7 @@ public:
                 const unsigned char* rec = c.buf.data() + ro;
                 uint64_t len;
                 const unsigned head = read_length(rec, len);
-                const uint64_t rec_size = head + len;
+                const uint64_t rec_size = head + len + value_bytes_;
                 const uint64_t h = hasher_.hash_key(rec + head, len);
                 if (!keep(h)) {
                     dropped(KeySpan{rec + head, len}, h);
@@ -233,7 +281,7 @@ public:
                 uint64_t len;
                 const unsigned head = read_length(rec, len);
                 f(KeySpan{rec + head, len});
-                o += head + len;
+                o += head + len + value_bytes_;
             }
     }
 
@@ -337,28 +385,37 @@ private:
         return len == key.len && (len == 0 || std::memcmp(rec + head, key.data, len) == 0);
     }
 
-    bool find(KeySpan key, uint64_t h, const KeyHash& k) const noexcept {
+    bool find(KeySpan key, uint64_t h, const KeyHash& k) const noexcept { return find_ref(key, h, k) != kNoRef; }
+    static constexpr uint64_t kNoRef = ~uint64_t(0);
+    // The arena reference of the key, or kNoRef.
+    uint64_t find_ref(KeySpan key, uint64_t h, const KeyHash& k) const noexcept {
         const uint64_t tag = uint64_t(k.fp) << kRefBits;
         for (const uint64_t i : {k.i1, k.i2}) {
             const uint64_t* b = bucket(i);
             for (unsigned s = 0; s < kSlots; ++s)
-                if ((b[s] & ~kRefMask) == tag && same_key(b[s] & kRefMask, key)) return true;
+                if ((b[s] & ~kRefMask) == tag && same_key(b[s] & kRefMask, key)) return b[s] & kRefMask;
         }
         if (!stash_.empty()) {
             auto range = stash_.equal_range(h);
             for (auto it = range.first; it != range.second; ++it)
-                if (same_key(it->second, key)) return true;
+                if (same_key(it->second, key)) return it->second;
         }
-        return false;
+        return kNoRef;
+    }
+    unsigned char* value_of(uint64_t ref) noexcept {
+        unsigned char* rec = chunks_[ref >> kChunkShift].buf.data() + (ref & ((uint64_t(1) << kChunkShift) - 1));
+        uint64_t len;
+        const unsigned head = read_length(rec, len);
+        return rec + head + len;
     }
     // Appends the key's record to the arena; returns its reference.
     uint64_t append(KeySpan key) {
         const uint64_t head = length_size(key.len);
-        const uint64_t need = head + key.len;
+        const uint64_t need = head + key.len + value_bytes_;
         if (chunks_.empty() || chunks_.back().used + need > chunks_.back().buf.size()) {
             if (chunks_.size() >= kMaxChunks) throw std::length_error("the exact key set holds at most 1 TiB of keys");
             // Chunks double from 1 MiB to 64 MiB: small runs stay small, large ones allocate rarely.
-            const uint64_t grown = chunks_.empty() ? (uint64_t(1) << 20)
+            const uint64_t grown = chunks_.empty() ? first_chunk_
                                                    : std::min<uint64_t>(chunks_.back().buf.size() * 2,
                                                                         uint64_t(1) << kChunkShift);
             if (chunks_.size() == chunks_.capacity()) {
@@ -383,6 +440,7 @@ private:
         }
         *p++ = static_cast<unsigned char>(len);
         if (key.len) std::memcpy(p, key.data, key.len);
+        if (value_bytes_) std::memset(p + key.len, 0, value_bytes_);
         const uint64_t ref = (uint64_t(chunks_.size() - 1) << kChunkShift) | c.used;
         c.used += need;
         arena_used_ += need;
@@ -505,7 +563,7 @@ private:
                 uint64_t len;
                 const unsigned head = read_length(rec, len);
                 const uint64_t ref = (uint64_t(c) << kChunkShift) | o;
-                o += head + len;
+                o += head + len + value_bytes_;
                 if (!skip.empty() && std::binary_search(skip.begin(), skip.end(), ref)) continue;
                 const uint64_t h = hasher_.hash_key(rec + head, len);
                 Pending& p = ring[n % kAhead];
@@ -523,6 +581,7 @@ private:
 
     static constexpr unsigned kMaxKicks = 500;
     KeyHasher hasher_;
+    unsigned value_bytes_ = 0;  // the caller's bytes after each key's (see the top)
     ByteBuffer table_;
     uint64_t bucket_count_ = 0;
     Locator loc_{};
@@ -531,6 +590,7 @@ private:
     std::vector<Chunk> chunks_;
     std::vector<Chunk> spare_;  // emptied chunks kept by clear(), the next to use at the back
     uint64_t arena_used_ = 0;
+    uint64_t first_chunk_ = uint64_t(1) << 20;  // see set_first_chunk_bytes()
     uint64_t grows_ = 0;
     std::vector<EvictNode> nodes_;
 };
