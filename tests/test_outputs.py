@@ -234,3 +234,44 @@ def test_a_reader_that_goes_away_ends_the_run_quietly(tmp_path, threads, mode):
                        shell=True, capture_output=True, timeout=120,
                        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     assert p.stdout == b"0\n" and p.stderr == b""
+
+
+def test_a_killed_run_leaves_the_old_output_and_the_next_run_no_temporary_file(tmp_path):
+    """SIGKILL cannot be caught: the old output stays (the new one was a temporary file), and
+    where the temporary file had a name (no O_TMPFILE here), the next run writing beside it
+    removes it (its process is gone)."""
+    out = tmp_path / "out.txt"
+    out.write_bytes(b"old output\n")
+    proc = subprocess.Popen([sys.executable, "-m", "cuckoo", "dedup", "-q", "-o", str(out)], stdin=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    proc.stdin.write(DATA * 2000)  # then the pipe stalls: the run waits, its output half written
+    proc.stdin.flush()
+    time.sleep(1.5)
+    proc.kill()
+    proc.communicate(timeout=60)
+    proc.stdin.close()
+    assert out.read_bytes() == b"old output\n"
+    from cuckoo._dedup.outputs import _unnamed_files_work
+
+    left = [n for n in os.listdir(tmp_path) if n.endswith(".cuckoo-tmp")]
+    assert len(left) == (0 if _unnamed_files_work(str(tmp_path)) else 1), left
+    inp = tmp_path / "in.txt"
+    inp.write_bytes(DATA)
+    p = cli("dedup", "-q", "-o", out, inp)
+    assert p.returncode == 0, p.stderr
+    assert out.read_bytes() == b"".join(b"%d\n" % i for i in range(300))
+    assert not [n for n in os.listdir(tmp_path) if n.endswith(".cuckoo-tmp")], os.listdir(tmp_path)
+
+
+def test_only_temporary_files_of_gone_processes_are_removed(tmp_path):
+    from cuckoo._dedup.outputs import _remove_stale_temporaries
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid = int(gone.stdout)
+    names = [f".out.txt.{dead_pid}.abc.cuckoo-tmp", f".out.txt.{os.getpid()}.abc.cuckoo-tmp",
+             ".out.txt.1.abc.cuckoo-tmp",  # (pid 1 is alive)
+             f".other.txt.{dead_pid}.abc.cuckoo-tmp", f".out.txt.{dead_pid}.abc"]
+    for n in names:
+        (tmp_path / n).write_bytes(b"x")
+    _remove_stale_temporaries(str(tmp_path), "out.txt")
+    assert sorted(os.listdir(tmp_path)) == sorted(names[1:])

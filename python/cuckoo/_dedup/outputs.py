@@ -3,7 +3,9 @@
 **Outputs are whole.** Without a store, an output file (``-o``, ``--dropped``, a path given to
 ``cuckoo.dedup``) is written to a temporary file beside its target and renamed over it only when
 the run succeeds: a run that fails or is interrupted leaves an existing target as it was, a new
-one does not appear, and no temporary file is left behind. With a store (``--store``), outputs
+one does not appear, and no temporary file is left behind. (On Linux the temporary file has no
+name until it is renamed, where the file system allows; elsewhere a SIGKILL leaves a named one,
+``.NAME.PID.*.cuckoo-tmp``, which the next run writing NAME removes.) With a store (``--store``), outputs
 are written in place, since the store records a line once its output was handed to the OS: a
 rerun then writes every line no run wrote (at least once; exactly once with the run journal of
 cuckoo._dedup.resume, which cuts the output back to the last commit).
@@ -78,10 +80,38 @@ def check_run_files(inputs: Sequence[str], writes: Sequence[Tuple[Optional[str],
         refuse_clobber(path, what, protected + others, prefix=prefix)
 
 
+def _remove_stale_temporaries(directory: str, base: str) -> None:
+    """Removes `.BASE.PID.*.cuckoo-tmp` files in `directory` whose process is gone: what a run
+    killed by SIGKILL (or a power loss) left behind while it wrote BASE. A PID alive now (the
+    writer still running, or the PID reused) keeps its file. Errors are ignored: a temporary file
+    that cannot be removed changes nothing of this run."""
+    prefix = f".{base}."
+    try:
+        names = [n for n in os.listdir(directory) if n.startswith(prefix) and n.endswith(".cuckoo-tmp")]
+    except OSError:
+        return
+    for name in names:
+        pid_text = name[len(prefix):].split(".", 1)[0]
+        if not pid_text.isdigit() or int(pid_text) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid_text), 0)
+            continue  # alive (or another user's: PermissionError below)
+        except ProcessLookupError:
+            pass
+        except OSError:
+            continue
+        try:
+            os.unlink(os.path.join(directory, name))
+        except OSError:
+            pass
+
+
 def _new_temporary(directory: str, base: str) -> "tuple[int, str]":
     """A new file `.BASE.PID.RANDOM.cuckoo-tmp` in `directory`, opened for writing (mode 0600):
     (fd, path). Made here rather than by tempfile, which imports shutil and costs every run of
-    the command its start-up."""
+    the command its start-up. Those of killed runs are removed first."""
+    _remove_stale_temporaries(directory, base)
     for _ in range(100):
         name = os.path.join(directory, f".{base}.{os.getpid()}.{os.urandom(6).hex()}.cuckoo-tmp")
         try:
