@@ -419,18 +419,27 @@ void register_store(py::module_& m) {
     // `start` the point the run starts from (a dict of _run_journal_read's fields).
     cls.def("_dedup", [](PyStore& self, const py::list& inputs, int out_fd, int dropped_fd, uint64_t block,
                          unsigned threads, uint64_t max_key, bool batches, bool index_bits, py::object progress,
-                         py::object framing, int journal_fd, py::object start) {
+                         py::object framing, int journal_fd, py::object start, py::object position) {
         DedupCall c = dedup_call(inputs, out_fd, dropped_fd, block, threads, max_key, std::move(progress), framing);
         const cuckoo::dedup::RunPoint from = start.is_none() ? cuckoo::dedup::RunPoint{} : run_point_from(start.cast<py::dict>());
+        // `position(side, written)` (None: the fds' offsets): where an output stands for the
+        // journal, asked with the GIL (a compressed output ends a member: CompressingWriter).
+        cuckoo::dedup::RunJournal::Position where;
+        if (!position.is_none())
+            where = [&position](int side, uint64_t written) {
+                py::gil_scoped_acquire gil;
+                return position(side, written).cast<uint64_t>();
+            };
         WriteLock lock(self);
         cuckoo::Store& s = self.open();
         return run_dedup(c, [&](DedupCall& call, cuckoo::dedup::Pipeline::Tick tick) {
             return cuckoo::dedup::with_store(s, std::move(call.inputs), call.out_fd, call.dropped_fd, call.opt, batches,
-                                             index_bits, std::move(tick), journal_fd, from);
+                                             index_bits, std::move(tick), journal_fd, from, where);
         });
     }, py::arg("inputs"), py::arg("out_fd"), py::arg("dropped_fd"), py::arg("block"), py::arg("threads"),
        py::arg("max_key"), py::arg("batches"), py::arg("index_bits"), py::arg("progress"),
-       py::arg("framing") = py::none(), py::arg("journal_fd") = -1, py::arg("start") = py::none());
+       py::arg("framing") = py::none(), py::arg("journal_fd") = -1, py::arg("start") = py::none(),
+       py::arg("position") = py::none());
 
     // Iteration support: live record offsets in log order, and the records at given offsets.
     cls.def("live_offsets", [](const PyStore& self) {

@@ -66,11 +66,25 @@ FRAMINGS = {
 }
 
 
+def read_output(path: Path) -> bytes:
+    """A file's bytes, decompressed (every member) for .gz, .xz and .bz2."""
+    import bz2
+    import gzip
+    import lzma
+
+    opener = {".gz": gzip.open, ".xz": lzma.open, ".bz2": bz2.open}.get(path.suffix)
+    if opener is None:
+        return path.read_bytes()
+    with opener(path, "rb") as fh:
+        return fh.read()
+
+
 class Job:
     """One dedup job: its inputs, store, output and dropped files under `root`, and the store's
     keys of "yesterday" (another file's) before the job."""
 
-    def __init__(self, root: Path, framing: str, inputs: int = 1, n: int = 6000, seed: int = 1) -> None:
+    def __init__(self, root: Path, framing: str, inputs: int = 1, n: int = 6000, seed: int = 1,
+                 suffix: str = "") -> None:
         self.root = root
         make, self.api_kw, self.cli_args = FRAMINGS[framing]
         root.mkdir(parents=True, exist_ok=True)
@@ -81,7 +95,9 @@ class Job:
             self.inputs.append(p)
         self.yesterday = root / "yesterday.txt"
         self.yesterday.write_bytes(make(n // 4, seed + 100))
-        self.store, self.out, self.dropped = root / "seen.ckv", root / "out.txt", root / "dropped.txt"
+        # (suffix ".gz", ".xz", ...: compressed outputs, cut where a member ended; their
+        # decompressed bytes are compared)
+        self.store, self.out, self.dropped = root / "seen.ckv", root / f"out.txt{suffix}", root / f"dropped.txt{suffix}"
 
     def fresh(self) -> None:
         """The store of yesterday's keys, and no output yet."""
@@ -102,7 +118,7 @@ class Job:
     def files(self) -> Tuple[bytes, bytes, int]:
         with cuckoo.Store(str(self.store), readonly=True) as s:
             keys = len(s)
-        return self.out.read_bytes(), self.dropped.read_bytes(), keys
+        return read_output(self.out), read_output(self.dropped), keys
 
     def reference(self, **kw) -> Tuple[bytes, bytes, int]:
         self.fresh()
@@ -114,10 +130,12 @@ class Job:
 # ---- deterministic: a failed write at every position ------------------------------------------
 
 
-@pytest.mark.parametrize("framing,inputs,threads", [("lines", 1, 1), ("lines", 2, 2), ("csv", 1, 2), ("csv", 2, 1),
-                                                    ("jsonl", 1, 1)])
-def test_a_failed_store_write_anywhere_then_a_rerun_gives_the_uninterrupted_files(tmp_path, framing, inputs, threads):
-    job = Job(tmp_path, framing, inputs)
+@pytest.mark.parametrize("framing,inputs,threads,suffix", [
+    ("lines", 1, 1, ""), ("lines", 2, 2, ""), ("csv", 1, 2, ""), ("csv", 2, 1, ""), ("jsonl", 1, 1, ""),
+    ("lines", 1, 2, ".gz"), ("csv", 2, 1, ".gz"), ("jsonl", 1, 1, ".xz"), ("lines", 2, 1, ".bz2")])
+def test_a_failed_store_write_anywhere_then_a_rerun_gives_the_uninterrupted_files(tmp_path, framing, inputs, threads,
+                                                                                   suffix):
+    job = Job(tmp_path, framing, inputs, suffix=suffix)
     kw = dict(block_size=4096, threads=threads)
     ref = job.reference(**kw)
     assert ref[0] and ref[1]  # (both files have records)
@@ -191,6 +209,44 @@ def test_a_finished_run_is_not_redone_on_the_command_line(tmp_path):
     assert job.files() == files
 
 
+def test_a_finished_run_whose_output_changed_is_refused(tmp_path):
+    job = Job(tmp_path, "lines", suffix=".gz")
+    job.reference(block_size=4096)
+    with open(job.out, "ab") as fh:  # (an empty gzip member more: the same records, another file)
+        fh.write(__import__("gzip").compress(b""))
+    before = job.out.read_bytes()
+    with pytest.raises(ResumeError, match="finished before, and .* changed since"):
+        job.api(block_size=4096)
+    assert job.out.read_bytes() == before
+
+
+def test_every_rerun_of_a_compressed_output_leaves_a_finished_run(tmp_path):
+    """Stopped at each write in turn (the last ones: a resumed run that has no record left to
+    write), the rerun's compressed file ends with no empty member: its size is the journal's, so
+    the rerun after it finds the run finished and changes nothing."""
+    job = Job(tmp_path, "lines", suffix=".gz")
+    ref = job.reference(block_size=4096)
+    resumed = 0
+    for n in range(1, 400):
+        job.fresh()
+        _core._testing_io_fault(n, errno.ENOSPC, False)
+        try:
+            job.api(block_size=4096)
+            break  # past the run's last write
+        except OSError:
+            pass
+        finally:
+            _core._testing_io_fault(0, 0, False)
+        r = job.api(block_size=4096)
+        resumed += r.store_stats["run_journal"]["mode"] == "resume"
+        assert job.files() == ref, n
+        size = job.out.stat().st_size
+        again = job.api(block_size=4096)
+        assert again.store_stats["run_journal"]["mode"] == "done", n
+        assert job.out.stat().st_size == size
+    assert resumed >= 4
+
+
 def test_a_changed_input_starts_a_new_run(tmp_path):
     job = Job(tmp_path, "lines")
     interrupted(job)
@@ -247,6 +303,31 @@ def test_a_store_written_and_synced_by_another_run_since_is_refused(tmp_path):
         assert b"someone else's key" in s
 
 
+def test_a_compressed_output_is_whole_members_at_every_point(tmp_path):
+    """A compressed output ends a member at each commit: cut at any point the journal recorded,
+    the file is a complete gzip file; a finished run's file is one gzip reader reads whole."""
+    import zlib
+
+    job = Job(tmp_path, "csv", suffix=".gz")
+    ref = job.reference(block_size=4096)
+    sizes = []
+    for at in (5, 9, 14):
+        interrupted(job, at)
+        point = read_points(str(job.store) + ".run")[0]
+        sizes.append(point["out_bytes"])
+        data = job.out.read_bytes()[:point["out_bytes"]]
+        plain, pos = b"", 0
+        while pos < len(data):  # member by member: each one ends
+            d = zlib.decompressobj(31)
+            plain += d.decompress(data[pos:])
+            assert d.eof, f"the point at {pos} of {len(data)} cuts a member"
+            pos = len(data) - len(d.unused_data)
+        assert ref[0].startswith(plain) and plain.startswith(b"id,name,note\n")
+    assert len(set(sizes)) == 3
+    job.api(block_size=4096)
+    assert job.files() == ref
+
+
 def test_a_torn_newer_point_falls_back_to_the_older_one(tmp_path):
     job = Job(tmp_path, "jsonl")
     ref = job.reference(block_size=4096)
@@ -263,12 +344,17 @@ def test_a_torn_newer_point_falls_back_to_the_older_one(tmp_path):
 
 
 def test_outputs_that_cannot_be_cut_back_keep_no_journal(tmp_path):
-    """stdout, a compressed output, an input from a pipe: at least once, no journal written."""
+    """A stream as the output, a stream or compressed file as the input: at least once, no
+    journal written."""
+    import gzip
+
     job = Job(tmp_path, "lines")
     job.fresh()
     journal = str(job.store) + ".run"
     before = read_points(journal)  # (yesterday's run: its own points)
-    cuckoo.dedup(str(job.inputs[0]), str(tmp_path / "out.txt.gz"), store=str(job.store))
+    gz = tmp_path / "in.txt.gz"
+    gz.write_bytes(gzip.compress(job.inputs[0].read_bytes()))
+    cuckoo.dedup(str(gz), str(job.out), store=str(job.store))
     with open(job.inputs[0], "rb") as fh:
         cuckoo.dedup(fh, str(job.out), store=str(job.store))
     cuckoo.dedup(str(job.inputs[0]), io.BytesIO(), store=str(job.store))
@@ -302,10 +388,10 @@ def stop_at_random(job: Job, how: str, rng: random.Random, span: float, extra: L
     return p.wait(timeout=120)
 
 
-def one_trial(tmp_path: Path, how: str, seed: int) -> None:
+def one_trial(tmp_path: Path, how: str, seed: int, suffix: str) -> None:
     rng = random.Random(seed)
     framing = ("lines", "csv", "jsonl")[seed % 3]
-    job = Job(tmp_path / f"t{seed}", framing, inputs=1 + seed % 2, n=60000, seed=seed)
+    job = Job(tmp_path / f"t{seed}", framing, inputs=1 + seed % 2, n=60000, seed=seed, suffix=suffix)
     extra = ["--block-size", str(rng.choice([8192, 65536])), "--threads", str(1 + seed % 2)]
     job.fresh()
     start = time.perf_counter()
@@ -319,18 +405,19 @@ def one_trial(tmp_path: Path, how: str, seed: int) -> None:
         stops.append(stop_at_random(job, how, rng, span, extra))
     final = subprocess.run(job.cli(*extra), capture_output=True, timeout=120)
     assert final.returncode == 0, final.stderr
-    assert job.files() == ref, f"trial {how} seed {seed} ({framing}, {extra}, exits {stops}) differs"
+    assert job.files() == ref, f"trial {how} seed {seed} ({framing}{suffix}, {extra}, exits {stops}) differs"
 
 
 HOWS = ["kill", "int", "fsize", "pipe"]
 
 
+@pytest.mark.parametrize("suffix", ["", ".gz"])
 @pytest.mark.parametrize("how", HOWS)
-def test_stopped_at_a_random_moment_then_rerun(tmp_path, how):
-    one_trial(tmp_path, how, seed=HOWS.index(how))
+def test_stopped_at_a_random_moment_then_rerun(tmp_path, how, suffix):
+    one_trial(tmp_path, how, seed=HOWS.index(how) + (3 if suffix else 0), suffix=suffix)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("trial", range(100))
 def test_stopped_at_a_random_moment_then_rerun_100(tmp_path, trial):
-    one_trial(tmp_path, HOWS[trial % 4], seed=1000 + trial)
+    one_trial(tmp_path, HOWS[trial % 4], seed=1000 + trial, suffix=("", ".gz")[(trial // 4) % 2])

@@ -535,6 +535,12 @@ def _seekable(raw: Any) -> bool:
         return False
 
 
+class _EndMember(threading.Event):
+    """A mark in CompressingWriter's queue: end the member here; `position` the file's size."""
+
+    position = 0
+
+
 class CompressingWriter:
     """Writes to the binary file object `raw`, compressed in format `fmt`, on a thread of its own.
     ``write`` queues the bytes (the thread's error, if any, is raised by the next call);
@@ -542,14 +548,29 @@ class CompressingWriter:
     compressor and handed to the OS; ``close`` ends the compressed stream (and closes `raw` if
     `owned`)."""
 
-    def __init__(self, raw: IO[bytes], fmt: str, owned: bool = True, level: Optional[int] = None) -> None:
+    def __init__(self, raw: IO[bytes], fmt: str, owned: bool = True, level: Optional[int] = None,
+                 appending: bool = False) -> None:
+        """`appending`: `raw` goes on after complete members (a resumed run's output): close()
+        then adds no empty member when nothing was written."""
         self.format = fmt
         self._raw = raw
         self._owned = owned
+        self._level = level
         self._compress, self._sync, self._end = _compressor(fmt, level)
         self._queue: "queue.Queue[Any]" = queue.Queue(QUEUE_CHUNKS)
         self._error: Optional[BaseException] = None
         self._closed = False
+        # Members (gzip members, xz and bzip2 streams, zstd frames) ended by end_member(): bytes
+        # given since the last end, and whether one ended (close() then writes no empty member).
+        self._since_member = 0
+        self._members_ended = appending
+        # pipe_fileno()'s pipe: its write end, the thread that feeds what arrives to the queue,
+        # and how many bytes it fed (under _pumped_cond).
+        self._pipe_w = -1
+        self._pump: Optional[threading.Thread] = None
+        self._pumped = 0
+        self._pump_done = False
+        self._pumped_cond = threading.Condition()
         self._thread = threading.Thread(target=self._run, name=f"cuckoo-compress-{fmt}", daemon=True)
         self._thread.start()
 
@@ -558,21 +579,89 @@ class CompressingWriter:
             item = self._queue.get()
             try:
                 if self._error is None:
-                    if isinstance(item, threading.Event):
-                        self._out(self._sync())
+                    if isinstance(item, _EndMember):  # (an Event too: first)
+                        if self._since_member:
+                            self._out(self._end())
+                            self._compress, self._sync, self._end = _compressor(self.format, self._level)
+                            self._since_member = 0
+                            self._members_ended = True
+                        self._raw.flush()
+                        item.position = self._raw.tell()
+                    elif isinstance(item, threading.Event):
+                        if self._since_member or not self._members_ended:  # (no member begun by a flush alone)
+                            self._out(self._sync())
                         self._raw.flush()
                     elif item is None:
-                        self._out(self._end())
+                        if self._since_member or not self._members_ended:  # (no empty last member)
+                            self._out(self._end())
                         self._raw.flush()
                     else:
+                        self._since_member += len(item)
                         self._out(self._compress(item))
             except BaseException as exc:
                 self._error = exc
             finally:
-                if isinstance(item, threading.Event):
+                if isinstance(item, (threading.Event, _EndMember)):
                     item.set()
             if item is None:
                 return
+
+    # ---- a pipe for the native pipeline (cuckoo._dedup.resume: --store runs with a journal) ----
+
+    def pipe_fileno(self) -> int:
+        """The write end of a pipe whose bytes are compressed as if written here (a thread reads
+        it): the file descriptor the native pipeline writes to. Close it with close_pipe()."""
+        if self._pipe_w < 0:
+            r, w = os.pipe()
+            self._pipe_w = w
+            self._pump = threading.Thread(target=self._pump_pipe, args=(r,), name=f"cuckoo-compress-pipe-{self.format}",
+                                          daemon=True)
+            self._pump.start()
+        return self._pipe_w
+
+    def _pump_pipe(self, r: int) -> None:
+        try:
+            while True:
+                data = os.read(r, 1 << 20)
+                if not data:
+                    return
+                if self._error is None:
+                    self._queue.put(data)
+                with self._pumped_cond:  # (after an error the pipe is still drained: its writer never blocks)
+                    self._pumped += len(data)
+                    self._pumped_cond.notify_all()
+        except BaseException as exc:  # pragma: no cover - a read of our own pipe failing
+            if self._error is None:
+                self._error = exc
+        finally:
+            os.close(r)
+            with self._pumped_cond:
+                self._pump_done = True
+                self._pumped_cond.notify_all()
+
+    def close_pipe(self) -> None:
+        """Closes the pipe's write end and waits until its reader compressed what it held."""
+        if self._pipe_w >= 0:
+            os.close(self._pipe_w)
+            self._pipe_w = -1
+        if self._pump is not None:
+            self._pump.join()
+            self._pump = None
+
+    def end_member(self, pipe_bytes: int = 0) -> int:
+        """Once the pipe's reader took `pipe_bytes` bytes (all written to the pipe so far), ends
+        the member (gzip), stream (xz, bzip2) or frame (zstd), unless nothing came since the last
+        end, and flushes the file: its size then, a point where the file is complete and where a
+        resumed run appends the next member."""
+        self._check()
+        with self._pumped_cond:
+            while self._pumped < pipe_bytes and not self._pump_done:
+                self._pumped_cond.wait()
+        mark = _EndMember()
+        self._queue.put(mark)
+        mark.wait()
+        self._check()
+        return mark.position
 
     def _out(self, data: bytes) -> None:
         if data:
@@ -603,6 +692,7 @@ class CompressingWriter:
     def close(self) -> None:
         if self._closed:
             return
+        self.close_pipe()
         self._closed = True
         self._queue.put(None)
         self._thread.join()
@@ -662,9 +752,10 @@ def _compressor(fmt: str, level: Optional[int]) -> "tuple[Callable[[bytes], byte
     raise ValueError(f"unknown compression format {fmt!r}")
 
 
-def open_output(path: Any, fh: Optional[IO[bytes]] = None) -> Any:
+def open_output(path: Any, fh: Optional[IO[bytes]] = None, appending: bool = False) -> Any:
     """For an output name ending in .gz/.bz2/.xz/.zst: a CompressingWriter (over `fh` if given,
-    else the file opened here); else `fh` (or the file opened for writing)."""
+    else the file opened here); else `fh` (or the file opened for writing). `appending`: `fh`
+    goes on after complete members (CompressingWriter)."""
     fmt = suffix_format(path)
     if fmt == "zstd":
         _zstd()  # the hint before the file is created
@@ -672,4 +763,4 @@ def open_output(path: Any, fh: Optional[IO[bytes]] = None) -> Any:
     raw = open(os.fspath(path), "wb") if fh is None else fh
     if fmt is None:
         return raw
-    return CompressingWriter(raw, fmt, owned=owned)
+    return CompressingWriter(raw, fmt, owned=owned, appending=appending)

@@ -432,6 +432,7 @@ class _Native:
     def __init__(self) -> None:
         self.inputs: List[Any] = []
         self.streams: List[Any] = []  # (stream, fd) to resync afterwards
+        self.compressors: dict = {}  # side (1, 2) -> the CompressingWriter whose pipe it writes
         self.out_fd = -1
         self.dropped_fd = -1
         self.decompressing: List[Any] = []  # (source, DecompressingReader) read through a pipe
@@ -443,7 +444,11 @@ class _Native:
         self.first_lines: List[int] = []
 
     @classmethod
-    def plan(cls, sources: List[Source], framing: Any, sinks: Sequence[Any]) -> Optional["_Native"]:
+    def plan(cls, sources: List[Source], framing: Any, sinks: Sequence[Any],
+             compressed_pipes: bool = False) -> Optional["_Native"]:
+        """`compressed_pipes`: a compressed output gets a pipe that its compressor reads
+        (CompressingWriter.pipe_fileno: a --store run with a journal, which ends a member at each
+        commit); else such an output has no fd (the Python path)."""
         if not getattr(framing, "native", False) or os.name == "nt":
             return None
         n = cls()
@@ -454,6 +459,10 @@ class _Native:
                 fh = fh.fh  # (the file it writes: a temporary one, or the target itself)
             if fh is None:
                 fds.append(-1)
+                continue
+            if compressed_pipes and isinstance(fh, compress.CompressingWriter):
+                fds.append(fh.pipe_fileno())
+                n.compressors[len(fds)] = fh  # (side 1: the output, 2: the dropped records)
                 continue
             fd = _fd_of(fh, write=True)
             if fd is None:
@@ -549,6 +558,16 @@ class _Native:
                     inputs = _resumed_inputs(inputs, start)
                 journal_fd = run_plan.open_journal()
                 journal = dict(journal_fd=journal_fd, start=start)
+                if self.compressors:
+                    fds = {1: self.out_fd, 2: self.dropped_fd}
+
+                    def position(side: int, written: int) -> int:
+                        writer = self.compressors.get(side)
+                        if writer is not None:  # a member ends with what was written: the file's size
+                            return writer.end_member(written)
+                        return os.lseek(fds[side], 0, os.SEEK_CUR)
+
+                    journal["position"] = position
             result = call(inputs, self.out_fd, self.dropped_fd, *args, framing=self.spec, **journal)
             if result["status"] == "bad_record":
                 self._raise_bad_record(result, sources)
@@ -602,11 +621,12 @@ def _resumed_inputs(inputs: List[tuple], start: dict) -> List[tuple]:
     return out
 
 
-def _plan(sources: List[Source], framing: Any, sink: Any, drop_sink: Any) -> Optional[_Native]:
+def _plan(sources: List[Source], framing: Any, sink: Any, drop_sink: Any,
+          compressed_pipes: bool = False) -> Optional[_Native]:
     """_Native.plan, closing the sinks when it fails (a CSV header that is not valid, or names no
     key column)."""
     try:
-        return _Native.plan(sources, framing, (sink, drop_sink))
+        return _Native.plan(sources, framing, (sink, drop_sink), compressed_pipes)
     except BaseException:
         _finish(sink, drop_sink, False)
         raise
@@ -1096,7 +1116,8 @@ def _dedup_store(sources: List[Source], out: Any, store: Any, dropped: Any, bloc
     start = time.perf_counter()
     ok = False
     try:
-        native = _plan(sources, framing, sink, drop_sink) if hasattr(s._s, "_dedup") else None
+        native = (_plan(sources, framing, sink, drop_sink, compressed_pipes=run_plan is not None)
+                  if hasattr(s._s, "_dedup") else None)
         if native is not None:
             done = False
             try:

@@ -153,8 +153,9 @@ class OutputFile:
     over it by commit(), removed by abort()) or in place. NAME.gz/.bz2/.xz/.zst is compressed."""
 
     def __init__(self, path: Any, atomic: bool = True, resume_at: Optional[int] = None) -> None:
-        """`resume_at` (in place, uncompressed): keep the file's first `resume_at` bytes and write
-        after them (a --store run resumed from its journal, cuckoo._dedup.resume)."""
+        """`resume_at` (in place): keep the file's first `resume_at` bytes and write after them (a
+        --store run resumed from its journal, cuckoo._dedup.resume; a compressed file is cut
+        where a member ended, and a new member follows)."""
         from . import compress  # (here: start-up of cuckoo dedup)
 
         self.path = os.fspath(path)
@@ -192,15 +193,15 @@ class OutputFile:
                     fd, self.tmp = -1, None
             if fd >= 0:
                 raw = os.fdopen(fd, "wb")
-        if raw is None and resume_at is not None:
-            assert fmt is None and not atomic, "a resumed output is written in place, uncompressed"
+        if raw is None and resume_at is not None:  # (a compressed one: cut at a member's end, a new one follows)
+            assert not atomic, "a resumed output is written in place"
             raw = open(self.path, "r+b")
             raw.truncate(resume_at)
             raw.seek(resume_at)
         if raw is None:
             raw = open(self.path, "wb")
         self.raw = raw
-        self.fh: Any = compress.open_output(self.path, raw)
+        self.fh: Any = compress.open_output(self.path, raw, appending=bool(resume_at))
         self.done = False
 
     def write(self, data: Any) -> Any:

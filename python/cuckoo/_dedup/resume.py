@@ -13,12 +13,15 @@ dropped files; the same framing and key; the same store) then
 * and goes on from the recorded input position,
 
 so its files are byte for byte those of one run that was never stopped. A rerun of a run that
-finished leaves its files as they are (nothing to do). Any other run (other inputs, an input
+finished leaves its files as they are (nothing to do; refused when its output changed since, which a
+new run would replace with nothing). Any other run (other inputs, an input
 that changed, another output) starts a new run, as without a journal: its output is rewritten
 with the records whose keys the store does not hold.
 
 Only where every file allows it: inputs that are regular uncompressed files, outputs (-o and
---dropped) that are regular uncompressed files (or do not exist yet), the native pipeline. Other
+--dropped) that are regular files or do not exist yet (a compressed one ends a member at each
+commit, cuckoo._dedup.compress.CompressingWriter.end_member: it is cut where one ended), the
+native pipeline. Other
 runs (stdin, pipes, compressed files, stdout) stay at least once: a record written when the run
 stopped may be written again by the rerun, none is lost.
 """
@@ -31,7 +34,6 @@ from typing import Any, List, Optional
 
 from cuckoo import _core
 
-from . import compress
 from .errors import EXIT_USAGE, ReportedError
 
 JOURNAL_SUFFIX = ".run"
@@ -87,12 +89,12 @@ class RunPlan:
 
 
 def _plain_output(target: Any) -> Optional[str]:
-    """The path of an output the journal can cut back: a regular uncompressed file, or one that
-    does not exist yet; else None."""
+    """The path of an output the journal can cut back: a regular file (compressed ones are cut
+    where a member ends), or one that does not exist yet; else None."""
     if not isinstance(target, (str, os.PathLike)):
         return None
     path = os.fspath(target)
-    if path == "-" or compress.suffix_format(path) is not None:
+    if path == "-":
         return None
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
@@ -163,7 +165,11 @@ def plan_run(store: Any, out: Any, dropped: Any, sources: List[Any], framing: An
     if newest["done"]:
         if out_size == newest["out_bytes"] and dropped_size == newest["dropped_bytes"]:
             return RunPlan("done", store_path, run_id, newest)
-        return RunPlan("new", store_path, run_id, newest)
+        # Rerun as a new run, this would rewrite the output with only the records the store does
+        # not hold (none): what the finished run wrote would be lost.
+        raise ResumeError(f"cuckoo: this run finished before, and '{out}' or the dropped file changed since "
+                          f"({out_size:,} bytes, the run left {newest['out_bytes']:,}): a rerun would replace it "
+                          f"with the records the store does not hold; remove '{out}' to run it again")
     # The point of the last commit that completed: a point is recorded before its commit, so
     # the newer one's log end is past the log's when its commit did not complete (the older
     # point, in the journal's other slot, is then the block before).

@@ -320,8 +320,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="exact dedup against a persistent store (created if absent): lines already in it "
                         "count as seen, new lines are added to it once written. A run stopped anyhow (kill, "
                         "Ctrl-C, full disk) and rerun as the same command writes every line exactly once "
-                        "into -o/--dropped files (a journal, STORE.run, says where to go on), at least once "
-                        "to stdout or from stdin, pipes and compressed files (only the block in flight may "
+                        "into -o/--dropped files, compressed ones too (a journal, STORE.run, says where to go "
+                        "on), at least once to stdout or from stdin, pipes and compressed files (only the block in flight may "
                         "repeat); a rerun of a finished run changes nothing. Lines longer than 2**31 - 1 "
                         "bytes are refused (exit 1)")
     p.add_argument("--threads", type=_threads, metavar="N",

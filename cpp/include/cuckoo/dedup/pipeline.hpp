@@ -25,6 +25,8 @@ public:
         if (opt_.block == 0) opt_.block = 1;
         if (opt_.threads == 0) opt_.threads = 1;
     }
+    // Bytes written so far to the output (side 1) or the dropped records' fd (side 2).
+    uint64_t bytes_written(int side) const noexcept { return written_[side == 1 ? 0 : 1]; }
     // Bytes read so far from each input's fd (its prefix not counted).
     const std::vector<uint64_t>& bytes_read_from_fds() const noexcept { return read_from_fd_; }
 
@@ -753,6 +755,7 @@ private:
             }
             data += w;
             n -= static_cast<size_t>(w);
+            written_[side == 1 ? 0 : 1] += static_cast<uint64_t>(w);
         }
     }
     std::vector<Input> inputs_;
@@ -763,6 +766,7 @@ private:
     std::chrono::steady_clock::time_point last_tick_;
     bool tick_clock_given_ = false;  // continue_ticks_from() set last_tick_
     Bytes out_;
+    uint64_t written_[2] = {0, 0};  // bytes_written() (the thread that writes)
     std::vector<uint64_t> read_from_fd_;  // bytes read from each input's fd (read_mutex_)
 
     // Reading state (read_mutex_ when producers run).

@@ -139,7 +139,15 @@ public:
     // `start`: the point the run starts from (a new run's: its inputs' beginning, the outputs
     // empty or holding a CSV header; a resumed run's: the point it resumes); `inputs`: the
     // pipeline's, for where each starts (Input::first_byte, first_line).
-    RunJournal(int fd, const RunPoint& start, const std::vector<Input>& inputs) : fd_(fd), point_(start) {
+    // Where an output stands, for a point: side 1 the output, 2 the dropped records' file;
+    // `written` the bytes the pipeline wrote to its fd. Default: the fd's offset (a file the
+    // pipeline writes itself); a compressed file written through a pipe ends a member there and
+    // gives the file's size (cuckoo/_dedup/compress.py, CompressingWriter.end_member).
+    using Position = std::function<uint64_t(int side, uint64_t written)>;
+
+    RunJournal(int fd, const RunPoint& start, const std::vector<Input>& inputs, int out_fd, int dropped_fd,
+               Position position = nullptr)
+        : fd_(fd), point_(start), out_fd_(out_fd), dropped_fd_(dropped_fd), position_(std::move(position)) {
         for (const Input& in : inputs) {
             first_byte_.push_back(in.first_byte);
             first_line_.push_back(in.first_line);
@@ -149,12 +157,13 @@ public:
     // Before the first block: records the start point, with the store's log end and the
     // outputs' sizes as they are now (a CSV header written), so that a run stopped before its
     // first commit resumes from its beginning.
-    void begin(const Store& s, int out_fd, int dropped_fd) { record(s, out_fd, dropped_fd); }
+    void begin(const Store& s) { record(s, 0, 0); }
 
     // Before the store commits the keys of block b's first k records (whose writes were handed
     // to the OS): records the point after them, with the log's end after the commit (the batch's
     // records are counted in it already, held in memory).
-    void committing(const Store& s, const Block& b, size_t k, int out_fd, int dropped_fd) {
+    // `out_written`, `dropped_written`: the pipeline's Pipeline::bytes_written.
+    void committing(const Store& s, const Block& b, size_t k, uint64_t out_written, uint64_t dropped_written) {
         if (b.input != point_.input) {
             point_.input = b.input;
             point_.input_offset = first_byte_.at(b.input);
@@ -175,35 +184,40 @@ public:
         point_.input_line += lines;
         point_.records += k;
         point_.kept += b.kept_in(0, k);
-        record(s, out_fd, dropped_fd);
+        record(s, out_written, dropped_written);
     }
 
     // After the last block of a run that read all of its input: the run is done (a rerun of it
     // has nothing left to do).
-    void finish(const Store& s, int out_fd, int dropped_fd) {
+    void finish(const Store& s, uint64_t out_written, uint64_t dropped_written) {
         point_.done = true;
-        record(s, out_fd, dropped_fd);
+        record(s, out_written, dropped_written);
     }
 
 private:
-    void record(const Store& s, int out_fd, int dropped_fd) {
+    void record(const Store& s, uint64_t out_written, uint64_t dropped_written) {
         point_.store_log_id = s.header().log_id;
         point_.store_end = s.stats().log_bytes;
-        point_.out_bytes = position(out_fd, "output");
-        point_.dropped_bytes = position(dropped_fd, "dropped records' file");
+        point_.out_bytes = position(1, out_fd_, out_written);
+        point_.dropped_bytes = position(2, dropped_fd_, dropped_written);
         ++point_.sequence;
         write_run_point(fd_, point_);
     }
 
-    static uint64_t position(int fd, const char* what) {
+    uint64_t position(int side, int fd, uint64_t written) const {
         if (fd < 0) return 0;
+        if (position_) return position_(side, written);
         const off_t at = ::lseek(fd, 0, SEEK_CUR);
-        if (at < 0) throw_errno(std::string("cannot tell the size of the ") + what + " for the run journal");
+        if (at < 0)
+            throw_errno(std::string("cannot tell the size of the ") + (side == 1 ? "output" : "dropped records' file") +
+                        " for the run journal");
         return static_cast<uint64_t>(at);
     }
 
     int fd_;
     RunPoint point_;
+    int out_fd_, dropped_fd_;
+    Position position_;
     std::vector<uint64_t> first_byte_, first_line_;
 };
 

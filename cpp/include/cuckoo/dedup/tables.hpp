@@ -145,12 +145,12 @@ inline void add_block_to_store(Store& s, Block& b, size_t n, std::vector<KeySpan
 // starts from; after each commit the journal records the run's new point (run_journal.hpp).
 inline Result with_store(Store& s, std::vector<Input> inputs, int out_fd, int dropped_fd, const Options& opt,
                          bool batches, bool index_bits, Pipeline::Tick tick, int journal_fd = -1,
-                         const RunPoint& start = RunPoint{}) {
+                         const RunPoint& start = RunPoint{}, RunJournal::Position position = nullptr) {
     if (index_bits) s.keep_index_bits();
     std::unique_ptr<RunJournal> journal;
     if (journal_fd >= 0) {
         if (!batches) throw std::invalid_argument("a run journal needs one store batch a block");
-        journal = std::make_unique<RunJournal>(journal_fd, start, inputs);
+        journal = std::make_unique<RunJournal>(journal_fd, start, inputs, out_fd, dropped_fd, std::move(position));
     }
     Pipeline p(std::move(inputs), out_fd, dropped_fd, s.hasher(), opt, std::move(tick));
     struct Rollback {
@@ -165,7 +165,7 @@ inline Result with_store(Store& s, std::vector<Input> inputs, int out_fd, int dr
         }
     } rollback{s};
     std::vector<KeySpan> keys;  // the block's keys, as the store takes them
-    if (journal) journal->begin(s, out_fd, dropped_fd);
+    if (journal) journal->begin(s);
     const Result r = p.run(
         [&](Block& b, size_t n) -> size_t {
             if (batches) s.begin_batch();
@@ -177,11 +177,11 @@ inline Result with_store(Store& s, std::vector<Input> inputs, int out_fd, int dr
             // The journal's point goes first (with the log end the commit will make): a commit
             // that fails or is cut short leaves the log short of it, and the rerun takes the point
             // before (run_journal.hpp).
-            if (journal) journal->committing(s, b, k, out_fd, dropped_fd);
+            if (journal) journal->committing(s, b, k, p.bytes_written(1), p.bytes_written(2));
             s.commit_batch();
         },
         /*write_behind=*/!batches);
-    if (journal && r.status == Status::done) journal->finish(s, out_fd, dropped_fd);
+    if (journal && r.status == Status::done) journal->finish(s, p.bytes_written(1), p.bytes_written(2));
     return r;
 }
 
