@@ -422,13 +422,13 @@ void register_store(py::module_& m) {
                          py::object framing, int journal_fd, py::object start, py::object position) {
         DedupCall c = dedup_call(inputs, out_fd, dropped_fd, block, threads, max_key, std::move(progress), framing);
         const cuckoo::dedup::RunPoint from = start.is_none() ? cuckoo::dedup::RunPoint{} : run_point_from(start.cast<py::dict>());
-        // `position(side, written)` (None: the fds' offsets): where an output stands for the
-        // journal, asked with the GIL (a compressed output ends a member: CompressingWriter).
+        // `position(side, written, last)` (None: the fds' offsets): where an output stands for
+        // the journal, asked with the GIL (a compressed output ends a member: CompressingWriter).
         cuckoo::dedup::RunJournal::Position where;
         if (!position.is_none())
-            where = [&position](int side, uint64_t written) {
+            where = [&position](int side, uint64_t written, bool last) {
                 py::gil_scoped_acquire gil;
-                return position(side, written).cast<uint64_t>();
+                return position(side, written, last).cast<uint64_t>();
             };
         WriteLock lock(self);
         cuckoo::Store& s = self.open();

@@ -247,6 +247,21 @@ def test_every_rerun_of_a_compressed_output_leaves_a_finished_run(tmp_path):
     assert resumed >= 4
 
 
+@pytest.mark.parametrize("suffix", [".gz", ".xz", ".bz2"])
+def test_a_compressed_output_with_no_record_is_a_valid_file_and_a_finished_run(tmp_path, suffix):
+    """Every key seen before: the output gets no record. Its one empty member is written at the
+    run's last point, so the file is valid, its size is the journal's, and a rerun does nothing
+    (the slow trials found a 25-byte file against a point of 0 bytes: the rerun refused)."""
+    job = Job(tmp_path, "lines", suffix=suffix)
+    job.fresh()
+    cuckoo.dedup(str(job.inputs[0]), str(tmp_path / "first.txt"), store=str(job.store))  # every key seen
+    r = job.api(block_size=4096)
+    assert r.lines_kept == 0
+    assert read_output(job.out) == b"" and job.out.stat().st_size > 0
+    assert read_points(str(job.store) + ".run")[0]["out_bytes"] == job.out.stat().st_size
+    assert job.api(block_size=4096).store_stats["run_journal"]["mode"] == "done"
+
+
 def test_a_changed_input_starts_a_new_run(tmp_path):
     job = Job(tmp_path, "lines")
     interrupted(job)

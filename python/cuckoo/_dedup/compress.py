@@ -536,9 +536,11 @@ def _seekable(raw: Any) -> bool:
 
 
 class _EndMember(threading.Event):
-    """A mark in CompressingWriter's queue: end the member here; `position` the file's size."""
+    """A mark in CompressingWriter's queue: end the member here; `position` the file's size;
+    `last`: end one even if empty when the file has none."""
 
     position = 0
+    last = False
 
 
 class CompressingWriter:
@@ -580,7 +582,7 @@ class CompressingWriter:
             try:
                 if self._error is None:
                     if isinstance(item, _EndMember):  # (an Event too: first)
-                        if self._since_member:
+                        if self._since_member or (item.last and not self._members_ended):
                             self._out(self._end())
                             self._compress, self._sync, self._end = _compressor(self.format, self._level)
                             self._since_member = 0
@@ -648,16 +650,18 @@ class CompressingWriter:
             self._pump.join()
             self._pump = None
 
-    def end_member(self, pipe_bytes: int = 0) -> int:
+    def end_member(self, pipe_bytes: int = 0, last: bool = False) -> int:
         """Once the pipe's reader took `pipe_bytes` bytes (all written to the pipe so far), ends
         the member (gzip), stream (xz, bzip2) or frame (zstd), unless nothing came since the last
         end, and flushes the file: its size then, a point where the file is complete and where a
-        resumed run appends the next member."""
+        resumed run appends the next member. `last`: a file that has no member yet gets an empty
+        one (a valid compressed file, to which close() adds nothing)."""
         self._check()
         with self._pumped_cond:
             while self._pumped < pipe_bytes and not self._pump_done:
                 self._pumped_cond.wait()
         mark = _EndMember()
+        mark.last = last
         self._queue.put(mark)
         mark.wait()
         self._check()

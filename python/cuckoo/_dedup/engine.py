@@ -561,10 +561,10 @@ class _Native:
                 if self.compressors:
                     fds = {1: self.out_fd, 2: self.dropped_fd}
 
-                    def position(side: int, written: int) -> int:
+                    def position(side: int, written: int, last: bool) -> int:
                         writer = self.compressors.get(side)
                         if writer is not None:  # a member ends with what was written: the file's size
-                            return writer.end_member(written)
+                            return writer.end_member(written, last)
                         return os.lseek(fds[side], 0, os.SEEK_CUR)
 
                     journal["position"] = position

@@ -140,10 +140,12 @@ public:
     // empty or holding a CSV header; a resumed run's: the point it resumes); `inputs`: the
     // pipeline's, for where each starts (Input::first_byte, first_line).
     // Where an output stands, for a point: side 1 the output, 2 the dropped records' file;
-    // `written` the bytes the pipeline wrote to its fd. Default: the fd's offset (a file the
-    // pipeline writes itself); a compressed file written through a pipe ends a member there and
-    // gives the file's size (cuckoo/_dedup/compress.py, CompressingWriter.end_member).
-    using Position = std::function<uint64_t(int side, uint64_t written)>;
+    // `written` the bytes the pipeline wrote to its fd; `last`: the run's last point. Default:
+    // the fd's offset (a file the pipeline writes itself); a compressed file written through a
+    // pipe ends a member there and gives the file's size (cuckoo/_dedup/compress.py,
+    // CompressingWriter.end_member; at the last point a file that got nothing still gets one
+    // empty member, so that it is a valid compressed file of the size recorded).
+    using Position = std::function<uint64_t(int side, uint64_t written, bool last)>;
 
     RunJournal(int fd, const RunPoint& start, const std::vector<Input>& inputs, int out_fd, int dropped_fd,
                Position position = nullptr)
@@ -157,7 +159,7 @@ public:
     // Before the first block: records the start point, with the store's log end and the
     // outputs' sizes as they are now (a CSV header written), so that a run stopped before its
     // first commit resumes from its beginning.
-    void begin(const Store& s) { record(s, 0, 0); }
+    void begin(const Store& s) { record(s, 0, 0, false); }
 
     // Before the store commits the keys of block b's first k records (whose writes were handed
     // to the OS): records the point after them, with the log's end after the commit (the batch's
@@ -184,29 +186,29 @@ public:
         point_.input_line += lines;
         point_.records += k;
         point_.kept += b.kept_in(0, k);
-        record(s, out_written, dropped_written);
+        record(s, out_written, dropped_written, false);
     }
 
     // After the last block of a run that read all of its input: the run is done (a rerun of it
     // has nothing left to do).
     void finish(const Store& s, uint64_t out_written, uint64_t dropped_written) {
         point_.done = true;
-        record(s, out_written, dropped_written);
+        record(s, out_written, dropped_written, true);
     }
 
 private:
-    void record(const Store& s, uint64_t out_written, uint64_t dropped_written) {
+    void record(const Store& s, uint64_t out_written, uint64_t dropped_written, bool last) {
         point_.store_log_id = s.header().log_id;
         point_.store_end = s.stats().log_bytes;
-        point_.out_bytes = position(1, out_fd_, out_written);
-        point_.dropped_bytes = position(2, dropped_fd_, dropped_written);
+        point_.out_bytes = position(1, out_fd_, out_written, last);
+        point_.dropped_bytes = position(2, dropped_fd_, dropped_written, last);
         ++point_.sequence;
         write_run_point(fd_, point_);
     }
 
-    uint64_t position(int side, int fd, uint64_t written) const {
+    uint64_t position(int side, int fd, uint64_t written, bool last) const {
         if (fd < 0) return 0;
-        if (position_) return position_(side, written);
+        if (position_) return position_(side, written, last);
         const off_t at = ::lseek(fd, 0, SEEK_CUR);
         if (at < 0)
             throw_errno(std::string("cannot tell the size of the ") + (side == 1 ? "output" : "dropped records' file") +
