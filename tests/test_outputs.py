@@ -214,6 +214,9 @@ def test_devices_are_written_in_place(tmp_path, inp):
 @pytest.mark.parametrize("args, message", [
     (["--threads", "100000"], "--threads: at most"),
     (["--block-size", "99999999999999"], "--block-size: at most 1G"),
+    (["--block-size", "2G"], "--block-size: at most 1G"),
+    (["--block-size", "0"], "--block-size: must be positive"),
+    (["--block-size", "lots"], "--block-size: not a size"),
     (["--approx", "--fpr", "1e-12"], "--fpr: fpr is too small"),
     (["--approx", "--capacity", "5e12"], "capacity is too large"),
     (["--exact", "--fpr", "1e-3"], "--fpr is for the filter"),
@@ -275,3 +278,10 @@ def test_only_temporary_files_of_gone_processes_are_removed(tmp_path):
         (tmp_path / n).write_bytes(b"x")
     _remove_stale_temporaries(str(tmp_path), "out.txt")
     assert sorted(os.listdir(tmp_path)) == sorted(names[1:])
+
+
+def test_block_size_takes_the_suffixes_memory_takes(tmp_path, inp):
+    for size in ("64K", "1m", "65536", "1_048_576", "0.5M"):
+        p = cli("dedup", "-q", "--block-size", size, inp, "-o", tmp_path / "out.txt")
+        assert p.returncode == 0, (size, p.stderr)
+        assert (tmp_path / "out.txt").read_bytes() == b"".join(b"%d\n" % i for i in range(300))

@@ -86,18 +86,32 @@ def _bounded(limit: int, what: str):
 
 
 _threads = _bounded(MAX_THREADS, f"{MAX_THREADS:,}")
-_block_size = _bounded(MAX_BLOCK, "1G")
 
 
-def _memory_size(text: str) -> int:
+def _bytes_with_suffix(text: str) -> int:
     """A size in bytes, with an optional K, M or G suffix (powers of 1024), as sort -S takes it."""
     units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
     t = text.strip().upper().removesuffix("IB").removesuffix("B")
     scale = units.get(t[-1:], 1)
     try:
-        v = int(float(t[:-1] if t[-1:] in units else t) * scale)
+        return int(float((t[:-1] if t[-1:] in units else t).replace("_", "").replace(",", "")) * scale)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a size (bytes, or a number with K, M or G): {text!r}") from None
+
+
+def _block_size(text: str) -> int:
+    """--block-size: bytes (K, M, G suffixes, as --memory takes them), 1 to 1G."""
+    v = _bytes_with_suffix(text)
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+    if v > MAX_BLOCK:
+        raise argparse.ArgumentTypeError(f"at most 1G: {text!r}")
+    return v
+
+
+def _memory_size(text: str) -> int:
+    """--memory: bytes (K, M, G suffixes), at least 4K."""
+    v = _bytes_with_suffix(text)
     if v < 4096:
         raise argparse.ArgumentTypeError(f"must be at least 4K: {text!r}")
     return v
@@ -176,7 +190,8 @@ def _add_input_options(p: argparse.ArgumentParser, progress: bool = True) -> Non
                        help="show progress (lines, lines/s) on stderr even when it is not a terminal")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress and no report on stderr")
     p.add_argument("--block-size", type=_block_size, default=DEFAULT_BLOCK, metavar="BYTES",
-                   help=f"read input in blocks of at most this many bytes (default {DEFAULT_BLOCK >> 20} MiB; "
+                   help=f"read input in blocks of at most this many bytes (K, M, G suffixes; default "
+                        f"{DEFAULT_BLOCK >> 20} MiB; "
                         "the filter path with threads reads about 16,384 lines a block, 256 KiB and more)")
 
 
