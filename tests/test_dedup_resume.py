@@ -115,10 +115,14 @@ class Job:
         return [sys.executable, "-m", "cuckoo", "dedup", "--store", str(self.store), *self.cli_args,
                 *[str(p) for p in self.inputs], "-o", str(self.out), "--dropped", str(self.dropped), *extra]
 
-    def files(self) -> Tuple[bytes, bytes, int]:
+    def files(self) -> Tuple[bytes, bytes, bytes, bytes, int]:
+        """The output and dropped files' bytes (a compressed file's too: its members end where
+        blocks ended, and blocks end where they would have without the stop), what they
+        decompress to, and the store's keys."""
         with cuckoo.Store(str(self.store), readonly=True) as s:
             keys = len(s)
-        return read_output(self.out), read_output(self.dropped), keys
+        return (self.out.read_bytes(), self.dropped.read_bytes(), read_output(self.out), read_output(self.dropped),
+                keys)
 
     def reference(self, **kw) -> Tuple[bytes, bytes, int]:
         self.fresh()
@@ -138,7 +142,7 @@ def test_a_failed_store_write_anywhere_then_a_rerun_gives_the_uninterrupted_file
     job = Job(tmp_path, framing, inputs, suffix=suffix)
     kw = dict(block_size=4096, threads=threads)
     ref = job.reference(**kw)
-    assert ref[0] and ref[1]  # (both files have records)
+    assert ref[2] and ref[3]  # (both files have records)
     n, failed, modes = 1, 0, []
     while True:
         job.fresh()
@@ -285,7 +289,7 @@ def test_another_output_starts_a_new_run_and_a_removed_output_starts_over(tmp_pa
     other = tmp_path / "other.txt"
     r = cuckoo.dedup(str(job.inputs[0]), str(other), store=str(job.store), dropped=str(job.dropped), block_size=4096)
     assert r.store_stats["run_journal"]["mode"] == "new"
-    assert len(other.read_bytes()) < len(ref[0])  # (what the interrupted run committed is seen)
+    assert len(other.read_bytes()) < len(ref[2])  # (what the interrupted run committed is seen)
 
 
 def test_an_output_cut_shorter_is_refused_on_one_line(tmp_path):
@@ -337,7 +341,7 @@ def test_a_compressed_output_is_whole_members_at_every_point(tmp_path):
             plain += d.decompress(data[pos:])
             assert d.eof, f"the point at {pos} of {len(data)} cuts a member"
             pos = len(data) - len(d.unused_data)
-        assert ref[0].startswith(plain) and plain.startswith(b"id,name,note\n")
+        assert ref[2].startswith(plain) and plain.startswith(b"id,name,note\n")
     assert len(set(sizes)) == 3
     job.api(block_size=4096)
     assert job.files() == ref
