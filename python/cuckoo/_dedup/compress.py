@@ -693,6 +693,30 @@ class CompressingWriter:
         done.wait()
         self._check()
 
+    def abort(self) -> None:
+        """After a failure: ends the stream as close() does (what was written stays readable),
+        but waits a bounded time for the threads and never raises. (A Ctrl-C during a failed
+        run's close() was seen to leave it waiting forever on its compressor thread; the threads
+        are daemons, and what is left of them ends with the process.)"""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self._pipe_w >= 0:
+                os.close(self._pipe_w)
+                self._pipe_w = -1
+            if self._pump is not None:
+                self._pump.join(timeout=10.0)
+            self._queue.put(None, timeout=10.0)
+            self._thread.join(timeout=10.0)
+        except BaseException:
+            pass
+        if self._owned:
+            try:
+                self._raw.close()
+            except BaseException:
+                pass
+
     def close(self) -> None:
         if self._closed:
             return

@@ -248,7 +248,9 @@ class OutputFile:
         self.done = True
         for fh in (self.fh, self.raw):
             try:
-                fh.close()
+                # (a compressed one: its threads stopped without finishing what the file is not
+                # going to keep)
+                (fh.abort if hasattr(fh, "abort") else fh.close)()
             except BaseException:  # (a compressor's error on the way out: the file goes anyway)
                 pass
         if self.tmp:  # (an unnamed file has no name to remove: closing it was enough)
