@@ -70,6 +70,32 @@ def store_keys(tmp_path):
         return set(s)
 
 
+def sweep_allocations(tmp_path, want, run_once, store_keys_of=None):
+    """Fails the n-th hooked allocation of run_once(dir, out) for n = 1, 2, ... until a run gets
+    past every one: each failure a MemoryError, the output a prefix of `want` (its lines), and
+    with `store_keys_of` (lines written -> their keys) a store holding only keys written. Returns
+    (n, the output path of the run that went through)."""
+    n = 1
+    while True:
+        d = tmp_path / f"try{n}"
+        d.mkdir()
+        out = d / "out.txt"
+        _core._fail_allocation(n)
+        try:
+            run_once(d, out)
+        except MemoryError:
+            _core._fail_allocation(0)
+            got = out.read_bytes().splitlines(keepends=True) if out.exists() else []
+            assert got == want[:len(got)], f"allocation {n}: the output is not a prefix of the reference"
+            if store_keys_of is not None and (d / "seen.ckv").exists():
+                assert store_keys(d) <= store_keys_of(got), f"allocation {n}: recorded, not written"
+            n += 1
+            continue
+        finally:
+            _core._fail_allocation(0)
+        return n, out
+
+
 @pytest.fixture
 def infile(tmp_path):
     path = tmp_path / "in.txt"
@@ -197,25 +223,9 @@ def test_allocation_failure_at_each_site_raises_memoryerror_and_records_only_wri
         if line not in seen:
             seen.add(line)
             want.append(line)
-    n = 1
-    while True:
-        d = tmp_path / f"try{n}"
-        d.mkdir()
-        out = d / "out.txt"
-        _core._fail_allocation(n)
-        try:
-            run(mode, str(infile), out, d, threads=threads, block_size=1 << 14)
-        except MemoryError:
-            _core._fail_allocation(0)
-            got = out.read_bytes().splitlines(keepends=True) if out.exists() else []
-            assert got == want[:len(got)], f"allocation {n}: the output is not a prefix of the reference"
-            if mode == "store" and (d / "seen.ckv").exists():
-                assert store_keys(d) <= {x.rstrip(b"\n") for x in got}, f"allocation {n}: recorded, not written"
-            n += 1
-            continue
-        finally:
-            _core._fail_allocation(0)
-        break
+    n, out = sweep_allocations(tmp_path, want, lambda d, out: run(mode, str(infile), out, d, threads=threads,
+                                                                    block_size=1 << 14),
+                               (lambda got: {x.rstrip(b"\n") for x in got}) if mode == "store" else None)
     assert out.read_bytes() == b"".join(want)
     # The sweep reached the pipeline's buffers, not only the table or store (without their hooks it
     # ends at 2, 4, 4 and 6 here: the key set's index, chunk list, chunk and a pass's key list),
@@ -246,28 +256,13 @@ def test_allocation_failure_in_keyed_records_raises_memoryerror_and_records_only
         if k not in seen:
             seen.add(k)
             want.append(record(i, k))
-    n = 1
-    while True:
-        d = tmp_path / f"try{n}"
-        d.mkdir()
-        out = d / "out.txt"
-        _core._fail_allocation(n)
-        try:
-            run(mode, str(src), out, d, threads=threads, block_size=1 << 13, **kw)
-        except MemoryError:
-            _core._fail_allocation(0)
-            got = out.read_bytes().splitlines(keepends=True) if out.exists() else []
-            assert got == want[:len(got)], f"allocation {n}: the output is not a prefix of the reference"
-            if mode == "store" and (d / "seen.ckv").exists():
-                # (a JSON string's key keeps its quotes: "1" and 1 are other keys)
-                written = {line.split(b",")[0] if framing == "csv" else line.split(b'"id": ')[1][:14]
-                           for line in got[1 if header else 0:]}
-                assert store_keys(d) <= written, f"allocation {n}: recorded, not written"
-            n += 1
-            continue
-        finally:
-            _core._fail_allocation(0)
-        break
+    def written(got):  # (a JSON string's key keeps its quotes: "1" and 1 are other keys)
+        return {line.split(b",")[0] if framing == "csv" else line.split(b'"id": ')[1][:14]
+                for line in got[1 if header else 0:]}
+
+    n, out = sweep_allocations(tmp_path, want, lambda d, out: run(mode, str(src), out, d, threads=threads,
+                                                                    block_size=1 << 13, **kw),
+                               written if mode == "store" else None)
     assert out.read_bytes() == b"".join(want)
     assert n > 6, n  # (the sweep reached the pipeline's keyed buffers, not only the table or store)
 
