@@ -66,8 +66,9 @@ inline cuckoo::dedup::RunPoint run_point_from(const py::dict& d) {
 #endif
 
 // The record framing (cuckoo._dedup.engine's native framings): None for whole lines, else a dict
-// {"kind": "fields" | "csv" | "jsonl", "delimiter": int, "quote": int, "columns": [int],
-// "first": int, "last": int, "path": [bytes]} (0-based columns and fields).
+// {"kind": "lines" | "fields" | "csv" | "jsonl", "delimiter": int, "quote": int, "columns": [int],
+// "first": int, "last": int, "path": [bytes], "record_end": int} (0-based columns and fields;
+// record_end, lines only: the byte a line ends at, '\n' or 0 for `-z`).
 inline cuckoo::dedup::Framing framing_from(const py::object& spec) {
     using cuckoo::dedup::FieldKeySpec;
     using cuckoo::dedup::FramingKind;
@@ -75,6 +76,12 @@ inline cuckoo::dedup::Framing framing_from(const py::object& spec) {
     if (spec.is_none()) return f;
     const py::dict d = spec.cast<py::dict>();
     const std::string kind = d["kind"].cast<std::string>();
+    if (kind == "lines") {
+        const int end = d.contains("record_end") ? d["record_end"].cast<int>() : '\n';
+        if (end != '\n' && end != 0) throw py::value_error("a line ends at '\\n' or at NUL (0)");
+        f.record_end = static_cast<unsigned char>(end);
+        return f;
+    }
     if (kind == "fields") {
         f.kind = FramingKind::fields;
         f.fields.mode = FieldKeySpec::field_range;

@@ -21,21 +21,22 @@ FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthChe
 LONG = settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
-def split(inputs):
+def split(inputs, end=b"\n"):
     """(line as written, key) of every line of the inputs read as one: a last line without '\\n'
-    gets one when more input follows."""
+    gets one when more input follows. `end` b"\\0": records that end at NUL (-z), whose key
+    keeps a '\\r'."""
     out = []
     for i, data in enumerate(inputs):
         if not data:
             continue
-        parts = data.split(b"\n")
+        parts = data.split(end)
         open_last = parts[-1] != b""
         if not open_last:
             parts.pop()
         for j, line in enumerate(parts):
             last = j == len(parts) - 1
-            text = line + (b"\n" if not (last and open_last) or i < len(inputs) - 1 else b"")
-            out.append((text, line[:-1] if line.endswith(b"\r") else line))
+            text = line + (end if not (last and open_last) or i < len(inputs) - 1 else b"")
+            out.append((text, line[:-1] if end == b"\n" and line.endswith(b"\r") else line))
     return out
 
 

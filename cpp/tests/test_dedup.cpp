@@ -573,19 +573,20 @@ TEST_CASE(portable_newline_scan_finds_every_newline_in_order) {
     for (int trial = 0; trial < 300; ++trial) {
         const size_t n = rng() % 200;
         const unsigned density = static_cast<unsigned>(rng() % 5);  // 0: none ... 4: every byte
+        const unsigned char end = trial % 2 ? '\n' : 0;  // (lines, or NUL-terminated records: -z)
         std::vector<unsigned char> buf(n + 1);
-        for (auto& c : buf) c = (density && rng() % 4 < density) ? '\n' : static_cast<unsigned char>(rng() % 256);
+        for (auto& c : buf) c = (density && rng() % 4 < density) ? end : static_cast<unsigned char>(rng() % 256);
         const size_t from = n ? rng() % (n + 1) : 0, to = from + (n > from ? rng() % (n - from + 1) : 0);
         std::vector<size_t> want;
         for (size_t i = from; i < to; ++i)
-            if (buf[i] == '\n') want.push_back(i + 1);
+            if (buf[i] == end) want.push_back(i + 1);
         const size_t stop_after = want.empty() ? 0 : rng() % (want.size() + 1);  // == size: never stops
         std::vector<size_t> got;
         auto line = [&](size_t e) {
             got.push_back(e);
             return stop_after == want.size() || got.size() < stop_after + 1;
         };
-        const size_t stopped = cuckoo::dedup::for_each_newline_portable(buf.data(), from, to, line);
+        const size_t stopped = cuckoo::dedup::for_each_newline_portable(buf.data(), from, to, line, end);
         const bool stops = stop_after < want.size();
         std::vector<size_t> expect(want.begin(), stops ? want.begin() + stop_after + 1 : want.end());
         CHECK(got == expect);
@@ -635,7 +636,8 @@ TEST_CASE(a_block_hashed_by_two_threads_at_once_gets_the_hash_of_each_key) {
     }
 }
 
-// newline_ends (64-byte windows on x86, four ends written unconditionally) against a byte loop:
+// newline_ends (64-byte windows on x86, four ends written unconditionally) against a byte loop,
+// for '\n' and for NUL (-z):
 // windows with no newline, one to four (the unconditional writes), more (the loop after them) and
 // 64, buffers of every length around the window size, and no write past the slack it asks for.
 TEST_CASE(newline_ends_lists_every_newline_in_order) {
@@ -643,17 +645,18 @@ TEST_CASE(newline_ends_lists_every_newline_in_order) {
     for (int trial = 0; trial < 2000; ++trial) {
         const size_t n = trial < 300 ? static_cast<size_t>(trial) : rng() % 1000;
         const unsigned density = static_cast<unsigned>(rng() % 7);  // 0: none ... 6: every byte
+        const unsigned char end = trial % 3 ? '\n' : 0;  // (lines, or NUL-terminated records: -z)
         std::vector<unsigned char> buf(n);
         for (auto& c : buf) {
             const bool nl = density == 6 || (density && rng() % 64 < (1u << density));
-            c = nl ? '\n' : static_cast<unsigned char>(rng() % 256);
+            c = nl ? end : static_cast<unsigned char>(rng() % 256);
         }
         std::vector<uint64_t> want;
         for (size_t i = 0; i < n; ++i)
-            if (buf[i] == '\n') want.push_back(i + 1);
+            if (buf[i] == end) want.push_back(i + 1);
         constexpr uint64_t canary = 0xDEADBEEFCAFEF00Dull;
         std::vector<uint64_t> ends(want.size() + cuckoo::dedup::kNewlineSlack + 4, canary);
-        const size_t count = cuckoo::dedup::newline_ends(buf.data(), n, ends.data());
+        const size_t count = cuckoo::dedup::newline_ends(buf.data(), n, ends.data(), end);
         CHECK_EQ(count, want.size());
         CHECK(std::vector<uint64_t>(ends.begin(), ends.begin() + static_cast<long>(count)) == want);
         for (size_t k = want.size() + cuckoo::dedup::kNewlineSlack; k < ends.size(); ++k) CHECK_EQ(ends[k], canary);

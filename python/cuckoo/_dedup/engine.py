@@ -32,7 +32,7 @@ from .outputs import OutputFile, check_run_files, refuse_clobber, store_files
 from .estimate import estimate_input, sized_filter, vector_bucket_size
 from .records import CsvFraming, MissingFieldError, RecordError, Records, framing_of
 from .resume import ResumeError, RunPlan, plan_run
-from .sources import Lines, LineTooLong, Source, read_lines
+from .sources import LineFraming, Lines, LineTooLong, Source, read_lines
 
 # Bytes read at a time. The native pipeline holds a few blocks at once per thread (read ahead,
 # applied, being written) with 17 bytes of arrays a line beside each: 1 MiB blocks took 17 MiB
@@ -118,18 +118,9 @@ def max_store_key() -> int:
     return min(int(override), MAX_STORE_KEY) if override else MAX_STORE_KEY
 
 
-class LineFraming:
-    """Whole lines (the default framing): a record ends at ``\\n``; its key is the record
-    without the ``\\n`` and one ``\\r`` before it. A last line without ``\\n`` is a record too.
-
-    A framing has one method, ``blocks(source, block, max_key)``, yielding
-    :class:`~cuckoo._dedup.sources.Lines` (records as whole lines of a block, with key spans);
-    ``native`` says the C++ pipeline can frame it itself (only whole lines)."""
-
-    native = True
-
-    def blocks(self, source: Source, block: int, max_key: Optional[int] = None) -> Iterator[Lines]:
-        return read_lines(source, block, max_key)
+def _record_end(framing: Any) -> bytes:
+    """The byte a framing's records end at (keyed framings: '\\n')."""
+    return getattr(framing, "record_end", b"\n")
 
 
 class KeyTooLongError(ValueError):
@@ -242,10 +233,12 @@ class DedupResult:
 
 class _LineIterStream:
     """A binary stream over an iterable of lines (bytes): each item is one line, with or without
-    its ``\\n``; an item without one gets it when another item follows (as a file's last line)."""
+    its ``\\n`` (its NUL with ``zero_terminated``: `end`); an item without one gets it when
+    another item follows (as a file's last line)."""
 
-    def __init__(self, items: Iterable[Any]) -> None:
+    def __init__(self, items: Iterable[Any], end: bytes = b"\n") -> None:
         self._it = iter(items)
+        self._end = end
         self._open = False  # the previous item had no '\n' of its own
 
     def read(self, size: int = -1) -> bytes:
@@ -255,11 +248,11 @@ class _LineIterStream:
             if not isinstance(item, (bytes, bytearray, memoryview)):
                 raise TypeError(f"cuckoo.dedup: an iterable of lines must yield bytes, got {type(item).__name__}")
             item = bytes(item)
-            nl = item.find(b"\n")
+            nl = item.find(self._end)
             if 0 <= nl < len(item) - 1:
                 raise ValueError(f"cuckoo.dedup: an item of the iterable holds more than one line: {item[:60]!r}")
             if self._open:
-                parts.append(b"\n")
+                parts.append(self._end)
             parts.append(item)
             n += len(item) + 1
             self._open = nl < 0
@@ -268,9 +261,9 @@ class _LineIterStream:
         return b"".join(parts)
 
 
-def _sources(source: Any) -> List[Source]:
-    """Sources of `source`: a path, a binary file object, an iterable of lines, or a list or
-    tuple of paths."""
+def _sources(source: Any, end: bytes = b"\n") -> List[Source]:
+    """Sources of `source`: a path, a binary file object, an iterable of lines (ending at `end`),
+    or a list or tuple of paths."""
     if isinstance(source, (str, os.PathLike)):
         return [Source(os.fspath(source), os_errors=True)]
     if isinstance(source, (bytes, bytearray, memoryview)):
@@ -285,7 +278,7 @@ def _sources(source: Any) -> List[Source]:
     except TypeError:
         raise TypeError(f"cuckoo.dedup: source must be a path, a binary file object or an iterable of lines "
                         f"(bytes), not {type(source).__name__}") from None
-    return [Source("<lines>", _LineIterStream(items))]  # type: ignore[arg-type]
+    return [Source("<lines>", _LineIterStream(items, end))]  # type: ignore[arg-type]
 
 
 class _Sink:
@@ -495,7 +488,9 @@ class _Native:
                 if src.stream is not None and not src.owned:
                     n.streams.append((src.stream, fd))
         n.first_lines = [1] * len(n.inputs)
-        if getattr(framing, "native_spec", None) is not None:
+        if isinstance(framing, LineFraming):
+            n.spec = framing.native_spec()
+        elif getattr(framing, "native_spec", None) is not None:
             n.framing = framing
             if isinstance(framing, CsvFraming):
                 n._read_headers(sources, framing)
@@ -645,7 +640,8 @@ def dedup(source: Any, out: Any = None, *, exact: Optional[bool] = None, store: 
           threads: Optional[int] = None, dropped: Any = None, block_size: Optional[int] = None,
           progress: Union[bool, Callable[[int, int], None]] = False, framing: Optional[Any] = None,
           key: Any = None, sep: Any = None, csv: bool = False, jsonl: bool = False,
-          missing: str = "error", memory: Optional[int] = None, _run_plan: Optional[RunPlan] = None) -> DedupResult:
+          missing: str = "error", memory: Optional[int] = None, zero_terminated: bool = False,
+          _run_plan: Optional[RunPlan] = None) -> DedupResult:
     """Writes the first occurrence of each line of `source` to `out`, in input order.
 
     Parameters
@@ -710,6 +706,11 @@ def dedup(source: Any, out: Any = None, *, exact: Optional[bool] = None, store: 
         for regular files, a quarter of their size, at least 128 MiB (a file that small stays in
         the page cache, so a pass more is cheap), never more than for input read once: 1/16 of
         the machine's memory, within 256 MiB and 4 GiB. ``exact_stats["memory"]`` reports it.
+    zero_terminated
+        Records end at a NUL byte instead of ``\\n`` (``-z``, as ``sort -z`` and ``uniq -z``: file
+        names from ``find -print0``); a record's key is the record without its NUL, and an
+        unterminated last record gets one when more input follows it. Whole records only (not
+        with `key`).
     key, sep, csv, jsonl, missing
         Keyed records (cuckoo._dedup.records), the whole record written: ``sep="\\t", key="2"`` (field
         2 of tab-separated lines; ``"2,4"``: fields 2 through 4, as ``sort -k``), ``csv=True,
@@ -784,7 +785,16 @@ def dedup(source: Any, out: Any = None, *, exact: Optional[bool] = None, store: 
     if block_size is not None and (isinstance(block_size, bool) or not isinstance(block_size, int) or not
                                    1 <= block_size <= MAX_BLOCK):
         raise ValueError(f"cuckoo.dedup: block_size must be an int from 1 to {MAX_BLOCK} bytes, got {block_size!r}")
-    if key is not None or sep is not None or csv or jsonl or missing != "error":
+    if not isinstance(zero_terminated, bool):
+        raise TypeError(f"cuckoo.dedup: zero_terminated must be True or False, not {type(zero_terminated).__name__}")
+    if zero_terminated and (key is not None or sep is not None or csv or jsonl or missing != "error"):
+        raise ValueError("cuckoo.dedup: zero_terminated is for whole records that end at NUL; records keyed by a "
+                         "field (key=) end at newlines")
+    if zero_terminated:
+        if framing is not None:
+            raise ValueError("cuckoo.dedup: give framing= or zero_terminated=, not both")
+        framing = LineFraming(b"\0")
+    elif key is not None or sep is not None or csv or jsonl or missing != "error":
         if framing is not None:
             raise ValueError("cuckoo.dedup: give framing= or key=/sep=/csv=/jsonl=, not both")
         # (A text framing asked for reads the file as text, whatever its first bytes.)
@@ -793,7 +803,8 @@ def dedup(source: Any, out: Any = None, *, exact: Optional[bool] = None, store: 
             return _dedup_columnar(source, out, key, exact, store, filter, capacity, fpr, seed, dropped, missing,
                                    sep, csv, jsonl)
         framing = framing_of(sep=sep, key=key, csv=csv, jsonl=jsonl, missing=missing)
-    sources = source if isinstance(source, list) and source and isinstance(source[0], Source) else _sources(source)
+    sources = (source if isinstance(source, list) and source and isinstance(source[0], Source)
+               else _sources(source, _record_end(framing)))
     framing = framing if framing is not None else LineFraming()
     report = _progress_of(progress)
     try:
@@ -895,7 +906,8 @@ def _dedup_filter(sources: List[Source], out: Any, f: Optional[Filter], capacity
     how = "given"
     if f is None:
         rate = fpr if fpr is not None else DEDUP_FPR
-        f, _, how = sized_filter(sources, block, rate, seed, capacity, bucket_size=vector_bucket_size(rate))
+        f, _, how = sized_filter(sources, block, rate, seed, capacity, bucket_size=vector_bucket_size(rate),
+                                 record_end=_record_end(framing))
     sink, drop_sink = _as_sink(out), _as_sink(dropped)
     start = time.perf_counter()
     native = _plan(sources, framing, sink, drop_sink) if hasattr(f, "_dedup") else None
@@ -997,8 +1009,8 @@ def _dedup_exact_in_memory(sources: List[Source], out: Any, dropped: Any, block:
     if any(src.path is not None and not os.path.exists(src.path) for src in sources):
         return None
     # The estimate and the distinct keys' mean length plan the passes.
-    estimate, known, _, mean_key_bytes = estimate_input(sources, block)
-    if getattr(framing, "native_spec", None) is not None:
+    estimate, known, _, mean_key_bytes = estimate_input(sources, block, _record_end(framing))
+    if not isinstance(framing, LineFraming):
         # The sample measures whole lines, and a keyed record's key is a part of it (a JSONL
         # event of 120 bytes keyed by an 8-byte id): passes planned from the lines' length
         # would read the input several times for keys that fit at once (3 passes, 2.1 s against
@@ -1057,12 +1069,12 @@ def _dedup_exact_in_memory(sources: List[Source], out: Any, dropped: Any, block:
     return DedupResult(d["lines"], d["kept"], d["bytes"], time.perf_counter() - start, True, exact_stats=stats)
 
 
-def _reserve(s: Any, sources: List[Source], block: int) -> bool:
+def _reserve(s: Any, sources: List[Source], block: int, framing: Any) -> bool:
     """Sizes the store's index for the input's distinct lines (the estimate that sizes filters),
     so that it grows at most once, now, instead of at every 1.5x on the way (each growth
     re-places every entry). Returns whether the index may still grow: False when the reserve
     covers every line of the input (an estimate that the sample said was all distinct lines)."""
-    estimate, known, lines, _ = estimate_input(sources, block)
+    estimate, known, lines, _ = estimate_input(sources, block, _record_end(framing))
     if known and estimate > 0:
         s.reserve(len(s) + int(estimate * 1.05) + 1024)
     return not known or estimate * 1.05 < lines
@@ -1097,7 +1109,7 @@ def _dedup_store(sources: List[Source], out: Any, store: Any, dropped: Any, bloc
         return DedupResult(0, 0, 0, 0.0, True, store_stats={"run_journal": _journal_stats(run_plan)})
     s = cuckoo.Store(None if store is None else os.fspath(store)) if owned else store
     try:
-        may_grow = _reserve(s, sources, block)
+        may_grow = _reserve(s, sources, block, framing)
     except BaseException:
         if owned:
             s.close()
@@ -1153,7 +1165,7 @@ def _dedup_store(sources: List[Source], out: Any, store: Any, dropped: Any, bloc
                 too_long = np.flatnonzero(lines.klen > max_key)
                 if len(too_long):  # do the lines before it, then stop
                     lines = (lines.head(int(too_long[0])) if isinstance(lines, Records)
-                             else Lines(lines.data, int(lines.starts[too_long[0]])))
+                             else Lines(lines.data, int(lines.starts[too_long[0]]), end=_record_end(framing)[0]))
                 if persistent:
                     # The block's records stay in memory until the batch commits, after its lines
                     # were written and flushed: whatever stops the run before that (an exception

@@ -121,11 +121,12 @@ def estimate_from_counts(n: int, d: int, f1: int, f2: int, total_lines: float,
 PIPE_PATIENCE = 0.25
 
 
-def estimate_keys(sources: List[Source], block: int) -> Tuple[int, bool]:
+def estimate_keys(sources: List[Source], block: int, record_end: bytes = b"\n") -> Tuple[int, bool]:
     """An estimate of the distinct keys (lines) of the input, and whether it is an estimate at
     all (False when a source is a pipe longer than two blocks). Regular files are sampled in
-    SAMPLE_WINDOWS windows (read whole when small); stdin is read up to two blocks ahead."""
-    estimate = estimate_input(sources, block)
+    SAMPLE_WINDOWS windows (read whole when small); stdin is read up to two blocks ahead.
+    `record_end`: the byte lines end at (b"\0" with ``-z``)."""
+    estimate = estimate_input(sources, block, record_end)
     return estimate.keys, estimate.known
 
 
@@ -159,9 +160,24 @@ def mean_distinct_key_bytes(keys: float, d: int, f1: int, distinct_bytes: int, o
     return (distinct_bytes - once_bytes + others * (once_bytes / f1)) / (repeated + others)
 
 
-def estimate_input(sources: List[Source], block: int) -> InputEstimate:
+# NUL-terminated records (-z) are sampled as lines: the sample's NULs and newlines swap places,
+# so that the line counter (_core._sample_counts) counts records (a '\r' before a NUL is then
+# left out of a key's length, a difference of a byte in an estimate).
+_SWAP_NUL_AND_NEWLINE = bytes.maketrans(b"\n\0", b"\0\n")
+
+
+def estimate_input(sources: List[Source], block: int, record_end: bytes = b"\n") -> InputEstimate:
     """estimate_keys, the estimated number of lines (0 when unknown) and the distinct keys' mean
     length (an InputEstimate)."""
+    if record_end != b"\n":
+        return _estimate_input(sources, block, record_end, _SWAP_NUL_AND_NEWLINE)
+    return _estimate_input(sources, block, record_end, None)
+
+
+def _estimate_input(sources: List[Source], block: int, record_end: bytes, swap: Optional[bytes]) -> InputEstimate:
+    def as_lines(window: Window) -> Window:
+        return window if swap is None else (window[0].translate(swap), window[1], window[2])
+
     windows: List[Window] = []
     total = 0.0
     complete = True
@@ -169,9 +185,10 @@ def estimate_input(sources: List[Source], block: int) -> InputEstimate:
         size = src.regular_size()
         if size is not None and src.path is not None:
             try:
-                file_windows, lines = _sample_file(src.path, size)
+                file_windows, lines = _sample_file(src.path, size, record_end)
             except OSError as exc:
                 raise src.input_error(exc) from None
+            file_windows = [as_lines(w) for w in file_windows]
             windows.extend(file_windows)
             if lines is None:  # read whole: its lines are all in the sample
                 lines = _core._sample_counts(file_windows)[0]
@@ -185,12 +202,12 @@ def estimate_input(sources: List[Source], block: int) -> InputEstimate:
         head = src.read_head(2 * block, PIPE_PATIENCE)
         if head:
             src.pushed.append(head)
-        window = (head, True, src.eof)
+        window = as_lines((head, True, src.eof))
         if not src.eof:
             if size is None:
                 return InputEstimate(0, False, 0.0, 0.0)
             complete = False
-            total += size / max(len(head) / max(head.count(b"\n"), 1), 1.0)
+            total += size / max(len(head) / max(head.count(record_end), 1), 1.0)
         else:
             total += _core._sample_counts([window])[0]
         windows.append(window)
@@ -200,7 +217,7 @@ def estimate_input(sources: List[Source], block: int) -> InputEstimate:
                          mean_distinct_key_bytes(estimate, d, f1, distinct_bytes, once_bytes, complete))
 
 
-def _sample_file(path: str, size: int) -> Tuple[List[Window], Optional[float]]:
+def _sample_file(path: str, size: int, record_end: bytes = b"\n") -> Tuple[List[Window], Optional[float]]:
     """(sampled windows of the file, its estimated lines): the whole file as one window (lines
     None: they are all in the sample) when it is at most SAMPLE_WINDOWS windows, else
     SAMPLE_WINDOWS windows spread evenly over it. Raises OSError."""
@@ -216,7 +233,7 @@ def _sample_file(path: str, size: int) -> Tuple[List[Window], Optional[float]]:
                 fh.seek(off)
                 piece = fh.read(SAMPLE_WINDOW)
                 nbytes += len(piece)
-                newlines += piece.count(b"\n")
+                newlines += piece.count(record_end)
                 windows.append((piece, off == 0, off + len(piece) >= size))
             # Too few lines (long ones) for a steady estimate: again, with enough windows for
             # MIN_SAMPLE_LINES at this density, if the file has room for them.
@@ -268,7 +285,8 @@ def new_filter(capacity: int, fpr: float, growable: bool, seed: Any = None,
 
 
 def sized_filter(sources: List[Source], block: int, fpr: float, seed: Any = None, capacity: Optional[int] = None,
-                 expansion: Optional[int] = None, bucket_size: int = 4) -> Tuple[Filter, bool, str]:
+                 expansion: Optional[int] = None, bucket_size: int = 4,
+                 record_end: bytes = b"\n") -> Tuple[Filter, bool, str]:
     """A new filter for the lines of `sources`: (filter, growable, how it was sized). Fixed at
     `capacity` when given (growable from there with `expansion`); else growable (when this build
     can), its initial capacity the estimate of the distinct lines x 1.2, or GROWABLE_START for
@@ -280,7 +298,7 @@ def sized_filter(sources: List[Source], block: int, fpr: float, seed: Any = None
             return (Filter(capacity, fpr, seed=seed, growable=True, expansion=expansion, bucket_size=b), True,
                     f"initial capacity {capacity:,}, growable (expansion {expansion})")
         return Filter(capacity, fpr, seed=seed, bucket_size=b), False, f"capacity {capacity:,} (fixed)"
-    estimate, known = estimate_keys(sources, block)
+    estimate, known = estimate_keys(sources, block, record_end)
     capacity = max(int(estimate * 1.2) + 16, MIN_CAPACITY) if known else GROWABLE_START
     f, growable = new_filter(capacity, fpr, growable=True, seed=seed, expansion=expansion, bucket_size=b)
     if growable:

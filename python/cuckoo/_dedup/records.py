@@ -537,9 +537,17 @@ class CsvFraming:
 
 
 def framing_of(*, sep: Any = None, key: Any = None, csv: bool = False, jsonl: bool = False,
-               missing: str = "error") -> Optional[Any]:
+               missing: str = "error", zero_terminated: bool = False) -> Optional[Any]:
     """The framing for dedup's record options (None: whole lines): ``key`` with ``sep`` (fields),
-    ``csv=True`` (a column) or ``jsonl=True`` (a dotted path)."""
+    ``csv=True`` (a column) or ``jsonl=True`` (a dotted path); ``zero_terminated``: whole records
+    ending at NUL (``-z``, a LineFraming)."""
+    if zero_terminated:
+        if csv or jsonl or sep is not None or key is not None:
+            raise ValueError("-z is for whole records that end at NUL; records keyed by a field (-k with -t, "
+                             "--csv, --jsonl) end at newlines")
+        from .sources import LineFraming
+
+        return LineFraming(b"\0")
     if csv and jsonl:
         raise ValueError("--csv and --jsonl exclude each other")
     if (csv or jsonl) and sep is not None:

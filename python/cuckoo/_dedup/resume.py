@@ -118,6 +118,8 @@ def _size(path: Optional[str]) -> Optional[int]:
 def _framing_identity(framing: Any) -> str:
     """The framing and key as given (not what a header resolved them to); None is whole lines."""
     fields = {k: v for k, v in sorted(getattr(framing, "__dict__", {}).items()) if k not in ("columns", "_first_header")}
+    if fields.get("record_end") == b"\n":  # (whole lines: as a run journaled before -z existed named them)
+        del fields["record_end"]
     return repr(("LineFraming" if framing is None else type(framing).__name__, fields))
 
 

@@ -35,16 +35,17 @@ class Lines:
     span ``buf[kstarts[k] : kstarts[k] + klen[k]]``. By default (whole-line framing) the key is
     the line without ``\\n`` and one ``\\r``; a framing that keys records by a field passes its
     own ``keys=(kstarts, klen)``. ``virtual`` says the last ``\\n`` was added to an unterminated
-    last line."""
+    last line. ``end`` is the byte lines end at: 10 (``\\n``), or 0 for NUL-terminated records
+    (``-z``), whose key is the record without the NUL (a ``\\r`` is then data)."""
 
     __slots__ = ("data", "buf", "starts", "ends", "kstarts", "klen", "virtual")
 
     def __init__(self, data: bytes, size: int, virtual: bool = False,
-                 keys: Optional[Tuple[np.ndarray, np.ndarray]] = None) -> None:
+                 keys: Optional[Tuple[np.ndarray, np.ndarray]] = None, end: int = 10) -> None:
         self.data = data
         self.buf = np.frombuffer(data, dtype=np.uint8, count=size)
         buf = self.buf
-        self.ends = np.flatnonzero(buf == 10)
+        self.ends = np.flatnonzero(buf == end)
         starts = np.empty_like(self.ends)
         if len(starts):
             starts[0] = 0
@@ -56,7 +57,7 @@ class Lines:
             return
         self.kstarts = starts
         klen = self.ends - starts
-        if data.find(b"\r", 0, size) >= 0:  # memchr: skips the pass when there is no '\r'
+        if end == 10 and data.find(b"\r", 0, size) >= 0:  # memchr: skips the pass when there is no '\r'
             # buf[end - 1] is the previous line's '\n' (or, at index -1, the block's last '\n')
             # when the line is empty, so an empty line never loses a byte here.
             klen -= buf[self.ends - 1] == 13
@@ -422,22 +423,23 @@ class LineTooLong(Exception):
     held in memory whole): the lines before it have all been yielded."""
 
 
-def read_lines(source: Source, block: int, max_key: Optional[int] = None) -> Iterator[Lines]:
+def read_lines(source: Source, block: int, max_key: Optional[int] = None, end: bytes = b"\n") -> Iterator[Lines]:
     """Blocks of whole lines from one source; an unterminated last line gets a virtual ``\\n``.
     `max_key`: a line longer than a block whose key passes this many bytes raises LineTooLong as
-    soon as that is known (shorter lines are the caller's to check, in the blocks)."""
+    soon as that is known (shorter lines are the caller's to check, in the blocks). `end`: the
+    byte lines end at (``b"\\0"`` with ``-z``)."""
+    cr = 1 if end == b"\n" else 0  # (the key leaves out one '\r' before a '\n', none before a NUL)
     pending: List[bytes] = []
     pending_bytes = 0
     while True:
         chunk = source.read(block)
         if not chunk:
             break
-        idx = chunk.rfind(b"\n")
+        idx = chunk.rfind(end)
         if idx < 0:
             pending.append(chunk)  # a line longer than a block: join once its end is found
             pending_bytes += len(chunk)
-            # + 1: the key leaves out one '\r' before the '\n'
-            if max_key is not None and pending_bytes > max_key + 1:
+            if max_key is not None and pending_bytes > max_key + cr:
                 raise LineTooLong()
             continue
         if pending:
@@ -447,13 +449,38 @@ def read_lines(source: Source, block: int, max_key: Optional[int] = None) -> Ite
             pending = []
         else:
             data = chunk
-        yield Lines(data, idx + 1)
+        yield Lines(data, idx + 1, end=end[0])
         if idx + 1 < len(data):
             pending.append(data[idx + 1 :])
         pending_bytes = len(data) - idx - 1
     if pending:
-        data = b"".join(pending) + b"\n"
-        yield Lines(data, len(data), virtual=True)
+        data = b"".join(pending) + end
+        yield Lines(data, len(data), virtual=True, end=end[0])
+
+
+class LineFraming:
+    """Whole lines (the default framing): a record ends at ``\\n``; its key is the record
+    without the ``\\n`` and one ``\\r`` before it. A last line without ``\\n`` is a record too.
+    ``LineFraming(b"\\0")`` (``-z``, as ``sort -z`` and ``uniq -z``): a record ends at a NUL byte
+    instead, and its key is the record without the NUL (``find -print0 | cuckoo dedup -z``).
+
+    A framing has one method, ``blocks(source, block, max_key)``, yielding
+    :class:`~cuckoo._dedup.sources.Lines` (records as whole lines of a block, with key spans);
+    ``native`` says the C++ pipeline can frame it itself."""
+
+    native = True
+
+    def __init__(self, record_end: bytes = b"\n") -> None:
+        if record_end not in (b"\n", b"\0"):
+            raise ValueError(f"a line ends at b'\\n' or b'\\0', not {record_end!r}")
+        self.record_end = record_end
+
+    def native_spec(self) -> Optional[dict]:
+        """The pipeline's framing (None: its default, lines ending at '\\n')."""
+        return None if self.record_end == b"\n" else {"kind": "lines", "record_end": self.record_end[0]}
+
+    def blocks(self, source: Source, block: int, max_key: Optional[int] = None) -> Iterator[Lines]:
+        return read_lines(source, block, max_key, self.record_end)
 
 
 def sources_of(names: Sequence[str]) -> List[Source]:

@@ -103,7 +103,7 @@ def _auto_filter(args: argparse.Namespace, sources: List[Source], fpr: float,
             return f, False, f"loaded from {args.filter}"
         return g, True, f"loaded from {args.filter}" + ("" if f.growable else ", growable")
     return sized_filter(sources, args.block_size, fpr, args.seed, args.capacity, getattr(args, "expansion", None),
-                        bucket_size)
+                        bucket_size, b"\0" if getattr(args, "zero_terminated", False) else b"\n")
 
 
 def _on_stdin(sources: List[Source]) -> bool:

@@ -342,6 +342,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=_threads, metavar="N",
                    help="threads of the native pipeline (default: the cores available); the output never "
                         "depends on it")
+    p.add_argument("-z", "--zero-terminated", action="store_true",
+                   help="records end at a NUL byte, not a newline, as in sort -z and uniq -z "
+                        "(find -print0 | cuckoo dedup -z); a record's key is the record without its NUL")
     _add_seed_option(p)
     _add_expansion_option(p)
     records = p.add_argument_group(

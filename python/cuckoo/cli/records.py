@@ -20,7 +20,8 @@ from .output import Output, _note, _si, inputs_of, refuse_clobber
 def framing_from_args(args: argparse.Namespace) -> Optional[Any]:
     """The framing of -t/-k/--csv/--jsonl/--missing (None: whole lines), or a one-line usage error."""
     try:
-        return framing_of(sep=args.sep, key=args.key, csv=args.csv, jsonl=args.jsonl, missing=args.missing)
+        return framing_of(sep=args.sep, key=args.key, csv=args.csv, jsonl=args.jsonl, missing=args.missing,
+                          zero_terminated=args.zero_terminated)
     except ValueError as exc:
         raise CliError(f"cuckoo dedup: {_one_line(exc)}", EXIT_USAGE) from None
 
@@ -55,7 +56,7 @@ def cmd_dedup_columnar(args: argparse.Namespace) -> int:
     """dedup of a Parquet or Arrow IPC file by a column, row group by row group."""
     src = args.files[0]
     for opt, what in (("sep", "-t"), ("csv", "--csv"), ("jsonl", "--jsonl"), ("store", "--store"),
-                      ("filter", "--filter"), ("save", "--save")):
+                      ("filter", "--filter"), ("save", "--save"), ("zero_terminated", "-z")):
         if getattr(args, opt, None):
             raise CliError(f"cuckoo dedup: {what} is not for a Parquet or Arrow file (dedup it by a column: -k COL, "
                            f"--exact or the filter)", EXIT_USAGE)

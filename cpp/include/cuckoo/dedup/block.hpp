@@ -1,7 +1,8 @@
 // The dedup pipeline's blocks (cuckoo/dedup.hpp has the whole picture): the options and result
 // of a run, its inputs, the blocks read from them, and how a block's lines are found (a vector
 // scan for newlines) and hashed. A line ends at '\n'; its key is the line without the '\n' and
-// one '\r' before it.
+// one '\r' before it. With `-z` (Framing::record_end 0) a line ends at a NUL byte instead, and its
+// key is the line without the NUL: the scans below take the end byte as an argument.
 //
 // POSIX only, like the whole pipeline.
 #pragma once
@@ -139,7 +140,7 @@ struct Block {
     uint64_t seq = 0;
     Bytes data;
     size_t used = 0;           // bytes of whole lines (a virtual '\n' included)
-    bool virtual_nl = false;   // its last '\n' was added
+    bool virtual_nl = false;   // its last '\n' (or record end byte) was added
     bool last_input = false;   // a block of the last input
     bool too_long = false;     // the line after this block's lines has a key longer than max_key
     bool bad = false;          // the record after this block's records cannot be keyed (stop)
@@ -175,6 +176,9 @@ struct Block {
     std::atomic<size_t> hash_claimed{0};        // batches handed out (may pass hash_batches)
     std::atomic<bool> producer_hashing{false};  // the producer may still hash (or claim) a batch
     size_t lines() const noexcept { return line_count; }
+    // Whole lines: a '\r' before the '\n' is not part of the key (false with `-z`: there is no
+    // '\n', and a '\r' before the NUL is data).
+    bool strip_cr = true;
     // How many of lines [from, to) are kept. Eight flags (bytes of 0 or 1) at a time, summed by
     // one multiply: GCC 12 left the plain loop one byte a step, and with two such loops a block
     // it was 4% of the calling thread's time with 2 threads (10^7 hex lines, perf, Zen 4).
@@ -198,45 +202,46 @@ struct Block {
         }
         const size_t start = j ? line_end[j - 1] : 0, end = line_end[j] - 1;
         const unsigned char* p = data.p.get();
-        return KeySpan{p + start, end - start - (end > start && p[end - 1] == '\r')};
+        return KeySpan{p + start, end - start - (strip_cr && end > start && p[end - 1] == '\r')};
     }
 };
 
-// Calls line(end) with one past each '\n' of p[from, to), in order, until it returns false; returns
-// where it stopped (to when it went through). The portable form: 8 bytes at a time with a bit
-// trick (what ARM and s390x run; the tests call it on x86 too).
+// Calls line(end) with one past each `end_byte` ('\n' unless `-z`) of p[from, to), in order,
+// until it returns false; returns where it stopped (to when it went through). The portable form:
+// 8 bytes at a time with a bit trick (what ARM and s390x run; the tests call it on x86 too).
 template <class Line>
-size_t for_each_newline_portable(const unsigned char* p, size_t from, size_t to, Line&& line) {
+size_t for_each_newline_portable(const unsigned char* p, size_t from, size_t to, Line&& line,
+                                 unsigned char end_byte = '\n') {
     size_t i = from;
     constexpr uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
     for (; i + 8 <= to; i += 8) {
         // Little-endian order on every CPU: the lowest set bit of the mask is then the first byte.
-        const uint64_t w = load_le64(p + i) ^ (ones * '\n');
+        const uint64_t w = load_le64(p + i) ^ (ones * end_byte);
         uint64_t mask = (w - ones) & ~w & highs;  // the high bit of each zero byte (exact below the first)
         while (mask) {
             const unsigned byte = static_cast<unsigned>(__builtin_ctzll(mask)) / 8;
-            if (p[i + byte] == '\n' && !line(i + byte + 1)) return i + byte + 1;
+            if (p[i + byte] == end_byte && !line(i + byte + 1)) return i + byte + 1;
             mask &= mask - 1;
         }
     }
     for (; i < to; ++i)
-        if (p[i] == '\n' && !line(i + 1)) return i + 1;
+        if (p[i] == end_byte && !line(i + 1)) return i + 1;
     return to;
 }
 
 // Room newline_ends needs past the newlines it finds: it writes a few entries beyond its count.
 constexpr size_t kNewlineSlack = 8;
 
-// Writes one past each '\n' of p[0, n) to ends[0..), in order, and returns how many there are;
+// Writes one past each '\n' (each `end_byte`) of p[0, n) to ends[0..), in order, and returns how many there are;
 // ends needs room for that many plus kNewlineSlack. On x86 it takes 64 bytes at a time (four
 // SSE2 compares into one 64-bit mask) and writes the first four ends of a mask unconditionally:
 // a window of 16-70-byte lines holds one to four, so there is no branch a line to mispredict
 // (the 16-byte scan with a callback a newline that this replaces mispredicted about once a
 // line).
-inline size_t newline_ends(const unsigned char* p, size_t n, uint64_t* ends) noexcept {
+inline size_t newline_ends(const unsigned char* p, size_t n, uint64_t* ends, unsigned char end_byte = '\n') noexcept {
     size_t count = 0, i = 0;
 #if defined(__SSE2__)
-    const __m128i nl = _mm_set1_epi8('\n');
+    const __m128i nl = _mm_set1_epi8(static_cast<char>(end_byte));
     auto bits = [&](size_t at) {
         return static_cast<uint64_t>(static_cast<unsigned>(
             _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + at)), nl))));
@@ -257,10 +262,13 @@ inline size_t newline_ends(const unsigned char* p, size_t n, uint64_t* ends) noe
         }
     }
 #endif
-    for_each_newline_portable(p, i, n, [&](size_t e) {
-        ends[count++] = e;
-        return true;
-    });
+    for_each_newline_portable(
+        p, i, n,
+        [&](size_t e) {
+            ends[count++] = e;
+            return true;
+        },
+        end_byte);
     return count;
 }
 
@@ -293,19 +301,21 @@ inline void reserve_line_ends(Block& b) {
 // Splits the block's lines (line_end) and sizes its per-line arrays; marks too_long (and cuts the
 // block before it) at the first key longer than max_key. The keys are hashed after, by
 // hash_unclaimed (possibly two threads at once, each claiming batches: Block::hash_claimed).
-inline void split_lines(Block& b, uint64_t max_key) {
+// `end_byte`: '\n', or 0 with `-z`.
+inline void split_lines(Block& b, uint64_t max_key, unsigned char end_byte = '\n') {
     b.keyed = false;
+    b.strip_cr = end_byte == '\n';
     b.line_count = 0;
     b.hash_batches = 0;
     const unsigned char* p = b.data.p.get();
     reserve_line_ends(b);
-    size_t n = newline_ends(p, b.used, b.line_end.get());
+    size_t n = newline_ends(p, b.used, b.line_end.get(), end_byte);
     if (max_key < b.used) {  // a key may pass max_key: the block ends before the first that does
         uint64_t start = 0;
         for (size_t j = 0; j < n; ++j) {
             const uint64_t e = b.line_end[j];
             uint64_t klen = e - 1 - start;
-            if (klen && p[e - 2] == '\r') --klen;
+            if (b.strip_cr && klen && p[e - 2] == '\r') --klen;
             if (klen > max_key) {
                 b.used = start;
                 b.too_long = true;
@@ -422,21 +432,13 @@ inline void split_block(Block& b, const Options& opt) {
     if (opt.framing.keyed())
         split_records(b, opt.framing, opt.max_key);
     else
-        split_lines(b, opt.max_key);
+        split_lines(b, opt.max_key, opt.framing.record_end);
 }
 
 // Splits the block's lines or records and hashes their keys (one thread).
 inline void split_and_hash(Block& b, const KeyHasher& hasher, const Options& opt) {
     split_block(b, opt);
     hash_unclaimed(b, hasher);
-}
-
-// Index of the last '\n' in p[from, to), or SIZE_MAX. (memrchr is a GNU extension; the last line
-// of a block is short, so a backward loop finds it in a few steps.)
-inline size_t last_newline(const unsigned char* p, size_t from, size_t to) noexcept {
-    for (size_t i = to; i > from; --i)
-        if (p[i - 1] == '\n') return i - 1;
-    return SIZE_MAX;
 }
 
 // Waits until fd is ready for `events`, calling wait() (which may throw Stopped) every tick.

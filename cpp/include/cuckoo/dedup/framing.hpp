@@ -1,7 +1,9 @@
 // Record framings of the dedup pipeline: how a block of input becomes records and their keys.
 //
 // - lines (the default): a record ends at '\n'; its key is the record without the '\n' and one
-//   '\r' before it (dedup/block.hpp handles lines itself, without this file's per-record calls);
+//   '\r' before it (dedup/block.hpp handles lines itself, without this file's per-record calls).
+//   With record_end 0 (`-z`, as `sort -z` and `uniq -z`), a record ends at a NUL byte instead
+//   and its key is the record without the NUL ('\r' is then data like any other byte);
 // - fields (`-t SEP -k N[,M]`): records are lines; the key is fields N through M, split at every
 //   SEP byte, separators between them included (dedup/csv.hpp, FieldKeySpec::field_range);
 // - csv (`--csv -k COLUMN[,COLUMN...]`): RFC 4180 records, which end at a '\n' outside quotes;
@@ -33,6 +35,9 @@ struct Framing {
     FramingKind kind = FramingKind::lines;
     FieldKeySpec fields;  // fields (mode field_range) and csv (mode csv_columns)
     JsonPath json;        // jsonl
+    // The byte that ends a record of whole lines: '\n', or 0 (`-z`). The keyed framings' records
+    // end at '\n' (a framing given another is refused by the binding).
+    unsigned char record_end = '\n';
     bool keyed() const noexcept { return kind != FramingKind::lines; }
     // Records may hold '\n' (inside quotes): their ends are not every newline.
     bool quoted() const noexcept { return kind == FramingKind::csv; }
@@ -65,7 +70,7 @@ inline size_t record_end_before(const Framing& f, const unsigned char* p, size_t
         return cut.last_end;
     }
     for (size_t i = n; i > cut.searched; --i) {
-        if (p[i - 1] == '\n') {
+        if (p[i - 1] == f.record_end) {
             cut.last_end = i;
             break;
         }

@@ -220,8 +220,8 @@ private:
             ++src_;
             prefix_taken_ = false;
             if (d.size == 0) continue;
-            if (d.p[d.size - 1] != '\n') {
-                d.p[d.size++] = '\n';  // reserved above
+            if (d.p[d.size - 1] != opt_.framing.record_end) {
+                d.p[d.size++] = opt_.framing.record_end;  // reserved above
                 b.virtual_nl = true;
             }
             b.used = d.size;
