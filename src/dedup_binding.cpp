@@ -264,6 +264,46 @@ void register_dedup_exact(py::module_& m) {
        py::arg("threads"), py::arg("memory"), py::arg("expected"), py::arg("seed"), py::arg("progress"),
        py::arg("mean_key_bytes") = 0.0, py::arg("spill_fd") = -1, py::arg("spill_log_id") = 0,
        py::arg("max_key") = ~uint64_t(0), py::arg("framing") = py::none());
+    // --count, --repeated, --unique-only, --keep last (cuckoo/dedup/counted.hpp): the inputs as
+    // for _dedup_exact, each readable again from starts[i] (a pipe was copied to a file first).
+    m.def("_dedup_counted", [](const py::list& inputs, int out_fd, int dropped_fd, const py::list& start_list,
+                               uint64_t block, unsigned threads, uint64_t memory, uint64_t expected, uint64_t seed,
+                               py::object progress, double mean_key_bytes, bool keep_last, uint64_t min_count,
+                               uint64_t max_count, bool write_counts, const std::string& json_member,
+                               py::object framing) {
+        DedupCall c = dedup_call(inputs, out_fd, dropped_fd, block, threads, ~uint64_t(0), std::move(progress), framing);
+        std::vector<int64_t> starts;
+        for (const py::handle x : start_list) starts.push_back(x.cast<int64_t>());
+        if (starts.size() != c.inputs.size()) throw py::value_error("one start offset per input");
+        if (min_count < 1 || min_count > max_count) throw py::value_error("counts: 1 <= min_count <= max_count");
+        cuckoo::dedup::CountOptions how;
+        how.keep_last = keep_last;
+        how.min_count = min_count;
+        how.max_count = max_count;
+        how.write_counts = write_counts;
+        how.json_member = json_member;
+        cuckoo::dedup::CountedRun info;
+        std::string changed;
+        py::dict d = run_dedup(c, [&](DedupCall& call, cuckoo::dedup::Pipeline::Tick tick) {
+            try {
+                return cuckoo::dedup::with_counts(call.inputs, starts, call.out_fd, call.dropped_fd,
+                                                  cuckoo::KeyHasher{seed}, call.opt, how, memory, expected,
+                                                  std::move(tick), &info, mean_key_bytes);
+            } catch (const cuckoo::dedup::InputChanged& e) {
+                changed = e.what();
+                return cuckoo::dedup::Result{};
+            }
+        });
+        if (!changed.empty()) throw py::value_error(changed);
+        d["passes"] = info.passes;
+        d["ranges"] = info.ranges;
+        d["distinct"] = info.distinct;
+        d["peak_memory"] = info.peak_set_bytes;
+        return d;
+    }, py::arg("inputs"), py::arg("out_fd"), py::arg("dropped_fd"), py::arg("starts"), py::arg("block"),
+       py::arg("threads"), py::arg("memory"), py::arg("expected"), py::arg("seed"), py::arg("progress"),
+       py::arg("mean_key_bytes"), py::arg("keep_last"), py::arg("min_count"), py::arg("max_count"),
+       py::arg("write_counts"), py::arg("json_member"), py::arg("framing") = py::none());
 #endif
 }
 

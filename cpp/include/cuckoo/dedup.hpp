@@ -25,10 +25,12 @@
 //
 // The pipeline is split by concern under cuckoo/dedup/: block.hpp (options, inputs, blocks, lines
 // and their hashes), pipeline.hpp (the ordered run and its threads), tables.hpp (through a filter
-// or a store), exact.hpp (the in-memory key set in passes). This header includes them all.
+// or a store), exact.hpp (the in-memory key set in passes), counted.hpp (counts, keep-last and the
+// selections by count, in two passes). This header includes them all.
 #pragma once
 
 #include "cuckoo/dedup/block.hpp"
 #include "cuckoo/dedup/pipeline.hpp"
 #include "cuckoo/dedup/tables.hpp"
 #include "cuckoo/dedup/exact.hpp"
+#include "cuckoo/dedup/counted.hpp"

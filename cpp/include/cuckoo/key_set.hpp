@@ -116,6 +116,35 @@ public:
     // Throws std::bad_alloc (with the keys before the failing one added) when memory runs out.
     template <class KeyOf>
     void insert_unique(uint32_t m, const uint32_t* picked, KeyOf&& key_of, const uint64_t* hashes, bool* is_new) {
+        pipelined(m, picked, hashes, [&](uint32_t j, const KeyHash& k) { is_new[j] = add_located(key_of(j), hashes[j], k); });
+    }
+
+    // The same pipeline for a set with values: calls f(picked[t], value bytes of its key, is_new)
+    // in order, the key added first (its value zeroed) when absent. (dedup --count's counting pass.)
+    template <class KeyOf, class F>
+    void add_values(uint32_t m, const uint32_t* picked, KeyOf&& key_of, const uint64_t* hashes, F&& f) {
+        pipelined(m, picked, hashes, [&](uint32_t j, const KeyHash& k) {
+            const KeySpan key = key_of(j);
+            uint64_t ref = find_ref(key, hashes[j], k);
+            const bool is_new = ref == kNoRef;
+            if (is_new) ref = add_absent(key, hashes[j], k);
+            f(j, value_of(ref), is_new);
+        });
+    }
+    // Calls f(picked[t], value bytes of its key, or nullptr when it is absent), in order.
+    template <class KeyOf, class F>
+    void find_values(uint32_t m, const uint32_t* picked, KeyOf&& key_of, const uint64_t* hashes, F&& f) {
+        pipelined(m, picked, hashes, [&](uint32_t j, const KeyHash& k) {
+            const uint64_t ref = find_ref(key_of(j), hashes[j], k);
+            f(j, ref == kNoRef ? nullptr : value_of(ref));
+        });
+    }
+
+private:
+    // Calls step(picked[t], its located hash) for t = 0..m in order, software-pipelined (see
+    // insert_unique). A step may add keys (a growth relocates the keys ahead).
+    template <class Step>
+    void pipelined(uint32_t m, const uint32_t* picked, const uint64_t* hashes, Step&& step) {
         constexpr uint32_t kAhead = 32;  // (a power of two)
         constexpr uint32_t kRecordAhead = 4;
         KeyHash ring[kAhead];
@@ -140,12 +169,12 @@ public:
                         if ((b[s] & ~kRefMask) == tag) __builtin_prefetch(record(b[s] & kRefMask), 0, 3);
                 }
             }
-            const uint32_t j = picked[t];
-            is_new[j] = add_located(key_of(j), hashes[j], ring[t % kAhead]);
+            step(picked[t], ring[t % kAhead]);
             if (t + kAhead < m) fill(t + kAhead);
         }
     }
 
+public:
     // Whether the key is in the set.
     bool contains(KeySpan key, uint64_t h) const noexcept { return find(key, h, loc_.locate(h)); }
 

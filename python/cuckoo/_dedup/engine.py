@@ -434,6 +434,7 @@ class _Native:
         self.framing: Any = None
         self.spec: Optional[dict] = None
         self.header = b""
+        self.out_header: Optional[bytes] = None  # the output's, when not `header` (--count's column)
         self.first_lines: List[int] = []
 
     @classmethod
@@ -541,9 +542,11 @@ class _Native:
         try:
             resuming = run_plan is not None and run_plan.mode == "resume"
             if self.header:  # once to each output, before the pipeline writes to its fd
-                for sink, kept in zip(sinks, (run_plan.out_at, run_plan.dropped_at) if resuming else (0, 0)):
+                headers = (self.out_header or self.header, self.header)
+                for sink, kept, header in zip(sinks, (run_plan.out_at, run_plan.dropped_at) if resuming else (0, 0),
+                                              headers):
                     if getattr(sink, "fh", None) is not None and not kept:  # (a resumed file has its header)
-                        sink.write(self.header)
+                        sink.write(header)
                         sink.flush()
             inputs = [(fd, prefix, line, 0) for (fd, prefix), line in zip(self.inputs, self.first_lines)]
             journal: dict = {}
@@ -641,7 +644,8 @@ def dedup(source: Any, out: Any = None, *, exact: Optional[bool] = None, store: 
           progress: Union[bool, Callable[[int, int], None]] = False, framing: Optional[Any] = None,
           key: Any = None, sep: Any = None, csv: bool = False, jsonl: bool = False,
           missing: str = "error", memory: Optional[int] = None, zero_terminated: bool = False,
-          _run_plan: Optional[RunPlan] = None) -> DedupResult:
+          count: bool = False, repeated: bool = False, unique_only: bool = False, keep: str = "first",
+          count_name: str = "count", _run_plan: Optional[RunPlan] = None) -> DedupResult:
     """Writes the first occurrence of each line of `source` to `out`, in input order.
 
     Parameters
@@ -711,6 +715,16 @@ def dedup(source: Any, out: Any = None, *, exact: Optional[bool] = None, store: 
         names from ``find -print0``); a record's key is the record without its NUL, and an
         unterminated last record gets one when more input follows it. Whole records only (not
         with `key`).
+    count, repeated, unique_only, keep, count_name
+        Selections by each key's count over the whole input (exact, two passes; a pipe or
+        compressed input is first copied to an anonymous temporary file). ``count=True``
+        (``-c``): each written record with its key's count: a line as ``uniq -c`` writes it
+        (``"%7d "`` before it), a CSV or ``sep`` record with one more field (CSV: a header column
+        `count_name`), a JSON object with one more member `count_name`. ``repeated=True``
+        (``-d``): only keys seen more than once; ``unique_only=True`` (``-u``): only keys seen
+        exactly once. ``keep="last"``: each key's last record instead of its first, in input order
+        (the rows of pandas ``drop_duplicates(keep="last")``). Each key is written once at most;
+        the other records go to `dropped`. Not with `store` or the filter.
     key, sep, csv, jsonl, missing
         Keyed records (cuckoo._dedup.records), the whole record written: ``sep="\\t", key="2"`` (field
         2 of tab-separated lines; ``"2,4"``: fields 2 through 4, as ``sort -k``), ``csv=True,
@@ -785,6 +799,12 @@ def dedup(source: Any, out: Any = None, *, exact: Optional[bool] = None, store: 
     if block_size is not None and (isinstance(block_size, bool) or not isinstance(block_size, int) or not
                                    1 <= block_size <= MAX_BLOCK):
         raise ValueError(f"cuckoo.dedup: block_size must be an int from 1 to {MAX_BLOCK} bytes, got {block_size!r}")
+    from .counted import count_spec  # (small: the count options' checks)
+
+    counting = count_spec(count, repeated, unique_only, keep, count_name)
+    if counting is not None and (store is not None or not exact):
+        raise ValueError("cuckoo.dedup: count, repeated, unique_only and keep='last' are exact: not with store= "
+                         "or the filter")
     if not isinstance(zero_terminated, bool):
         raise TypeError(f"cuckoo.dedup: zero_terminated must be True or False, not {type(zero_terminated).__name__}")
     if zero_terminated and (key is not None or sep is not None or csv or jsonl or missing != "error"):
@@ -800,6 +820,9 @@ def dedup(source: Any, out: Any = None, *, exact: Optional[bool] = None, store: 
         # (A text framing asked for reads the file as text, whatever its first bytes.)
         columnar = _columnar_format(source) if not (csv or jsonl or sep is not None) else None
         if columnar is not None:
+            if counting is not None:
+                raise ValueError("cuckoo.dedup: count, repeated, unique_only and keep='last' are for text records, "
+                                 "not a Parquet or Arrow file")
             return _dedup_columnar(source, out, key, exact, store, filter, capacity, fpr, seed, dropped, missing,
                                    sep, csv, jsonl)
         framing = framing_of(sep=sep, key=key, csv=csv, jsonl=jsonl, missing=missing)
@@ -808,6 +831,11 @@ def dedup(source: Any, out: Any = None, *, exact: Optional[bool] = None, store: 
     framing = framing if framing is not None else LineFraming()
     report = _progress_of(progress)
     try:
+        if counting is not None:
+            from .counted import dedup_counted
+
+            return dedup_counted(sources, out, dropped, block_size or DEFAULT_BLOCK, threads, report, framing,
+                                 memory, counting)
         if exact and store is None:
             done = _dedup_exact_in_memory(sources, out, dropped, block_size or DEFAULT_BLOCK, threads, report,
                                           framing, memory)
@@ -1048,13 +1076,8 @@ def _dedup_exact_in_memory(sources: List[Source], out: Any, dropped: Any, block:
         if d["status"] == "key_too_long":  # (input read once: the store's limit)
             raise KeyTooLongError(d["lines"] + 1, max_store_key())
         ok = True
-    except ValueError as exc:  # (the core's InputChanged: "the input changed while it was read again (...)")
-        import re
-
-        what = re.fullmatch(r"the input changed while it was read again \((.*)\)", str(exc))
-        if what is None:
-            raise
-        raise InputChangedError([src.path for src in sources if src.path is not None], what.group(1)) from None
+    except ValueError as exc:
+        raise input_changed(exc, sources) from None
     finally:
         _finish(sink, drop_sink, ok)
         if spill is not None:
@@ -1067,6 +1090,17 @@ def _dedup_exact_in_memory(sources: List[Source], out: Any, dropped: Any, block:
         if k in d:
             stats[k] = d[k]
     return DedupResult(d["lines"], d["kept"], d["bytes"], time.perf_counter() - start, True, exact_stats=stats)
+
+
+def input_changed(exc: ValueError, sources: List[Source]) -> ValueError:
+    """The InputChangedError of the core's InputChanged ("the input changed while it was read
+    again (...)": a ValueError from the binding), else `exc` itself."""
+    import re
+
+    what = re.fullmatch(r"the input changed while it was read again \((.*)\)", str(exc))
+    if what is None:
+        return exc
+    return InputChangedError([src.path for src in sources if src.path is not None], what.group(1))
 
 
 def _reserve(s: Any, sources: List[Source], block: int, framing: Any) -> bool:

@@ -117,7 +117,9 @@ def approximate(args: argparse.Namespace) -> bool:
                                     ("--capacity", args.capacity is not None), ("--filter", args.filter),
                                     ("--save", args.save), ("--seed", args.seed is not None)) if given]
     exact = [opt for opt, given in (("--exact", args.exact), ("--store", args.store),
-                                    ("--memory", args.memory is not None)) if given]
+                                    ("--memory", args.memory is not None), ("--count", args.count),
+                                    ("--repeated", args.repeated), ("--unique-only", args.unique_only),
+                                    ("--keep last", args.keep == "last")) if given]
     if asked and exact:
         raise CliError(f"cuckoo dedup: {asked[0]} is for the filter (approximate); {exact[0]} is exact dedup: "
                        f"give one or the other", EXIT_USAGE)

@@ -342,6 +342,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=_threads, metavar="N",
                    help="threads of the native pipeline (default: the cores available); the output never "
                         "depends on it")
+    counts = p.add_argument_group("counts (exact, two passes)")
+    counts.add_argument("-c", "--count", action="store_true",
+                        help="write each kept record with the number of records of its key in the whole input: "
+                             "a line as uniq -c writes it, a CSV or -t record with one more field (CSV: a header "
+                             "column), a JSON object with one more member. These options read the input twice "
+                             "(a pipe or compressed input is first copied to a temporary file)")
+    counts.add_argument("--count-name", metavar="NAME", default="count",
+                        help="the CSV column and JSON member that --count adds (default: count)")
+    counts.add_argument("-d", "--repeated", action="store_true",
+                        help="write only keys that occur more than once (each once)")
+    counts.add_argument("-u", "--unique-only", action="store_true",
+                        help="write only keys that occur exactly once")
+    counts.add_argument("--keep", choices=["first", "last"], default="first",
+                        help="write each key's first record (default) or its last one, in input order "
+                             "(the rows of pandas drop_duplicates(keep='last'))")
     p.add_argument("-z", "--zero-terminated", action="store_true",
                    help="records end at a NUL byte, not a newline, as in sort -z and uniq -z "
                         "(find -print0 | cuckoo dedup -z); a record's key is the record without its NUL")

@@ -56,10 +56,13 @@ def cmd_dedup_columnar(args: argparse.Namespace) -> int:
     """dedup of a Parquet or Arrow IPC file by a column, row group by row group."""
     src = args.files[0]
     for opt, what in (("sep", "-t"), ("csv", "--csv"), ("jsonl", "--jsonl"), ("store", "--store"),
-                      ("filter", "--filter"), ("save", "--save"), ("zero_terminated", "-z")):
+                      ("filter", "--filter"), ("save", "--save"), ("zero_terminated", "-z"), ("count", "--count"),
+                      ("repeated", "--repeated"), ("unique_only", "--unique-only")):
         if getattr(args, opt, None):
             raise CliError(f"cuckoo dedup: {what} is not for a Parquet or Arrow file (dedup it by a column: -k COL, "
                            f"--exact or the filter)", EXIT_USAGE)
+    if args.keep == "last":
+        raise CliError("cuckoo dedup: --keep last is not for a Parquet or Arrow file", EXIT_USAGE)
     if args.key is None:
         raise CliError(f"cuckoo dedup: {src} is a Parquet/Arrow file: say which column is the key with -k COL",
                        EXIT_USAGE)

@@ -77,6 +77,14 @@ def cmd_dedup_exact(args: argparse.Namespace) -> int:
         if getattr(args, opt) is not None:
             raise CliError(f"cuckoo dedup: --{opt} is for the filter; --exact/--store keep every key exactly",
                            EXIT_USAGE)
+    counting = [opt for opt, given in (("--count", args.count), ("--repeated", args.repeated),
+                                       ("--unique-only", args.unique_only), ("--keep last", args.keep == "last"))
+                if given]
+    if counting and args.store:
+        raise CliError(f"cuckoo dedup: {counting[0]} counts the keys of this input; --store dedups against other "
+                       f"runs: give one or the other", EXIT_USAGE)
+    if args.count_name != "count" and not args.count:
+        raise CliError("cuckoo dedup: --count-name names the column or member that --count adds", EXIT_USAGE)
     sources = sources_of(args.files)
     owned = store_files(args.store) if args.store else []
     for src, _ in inputs_of(sources):
@@ -113,7 +121,9 @@ def cmd_dedup_exact(args: argparse.Namespace) -> int:
             dropped = dropped_sink(args, sources, resume_at=plan.dropped_at if plan else None)
             r = dedup(sources, out, exact=True, store=store, threads=args.threads, block_size=block,
                       progress=progress.update, dropped=dropped, framing=framing,
-                      memory=None if store is not None else args.memory, _run_plan=plan)
+                      memory=None if store is not None else args.memory, count=args.count,
+                      repeated=args.repeated, unique_only=args.unique_only, keep=args.keep,
+                      count_name=args.count_name, _run_plan=plan)
             ok = True
         except KeyTooLongError as exc:
             raise line_too_long("cuckoo dedup", exc.line, exc.limit) from None
@@ -121,6 +131,10 @@ def cmd_dedup_exact(args: argparse.Namespace) -> int:
             raise record_error(exc) from None
         except InputChangedError as exc:  # (an input, not the store: exit 1)
             raise CliError(f"cuckoo dedup: {exc}", EXIT_USAGE) from None
+        except ValueError as exc:  # (count options that this input or platform cannot take)
+            if store is not None:
+                raise
+            raise CliError(f"cuckoo dedup: {_one_line(exc)}", EXIT_USAGE) from None
         except STORE_ERRORS as exc:
             raise store_error(args.store, exc) from None
         finally:
@@ -132,6 +146,13 @@ def cmd_dedup_exact(args: argparse.Namespace) -> int:
             close_store(store, args.store, failing)
     _note(args, f"cuckoo dedup: {r.lines_read:,} lines read, {r.lines_kept:,} written, {r.lines_dropped:,} dropped "
                 f"in {r.seconds:.2f} s ({_si(r.lines_read / max(r.seconds, 1e-9))} lines/s)")
+    if r.exact_stats is not None and "ranges" in r.exact_stats:  # counts (--count, -d, -u, --keep last)
+        ex = r.exact_stats
+        _note(args, f"cuckoo dedup: exact counts: {ex['distinct']:,} keys, at most {_bytes(ex['peak_memory'])} of "
+                    f"{'--memory ' if args.memory is not None else ''}{_bytes(ex['memory'])}"
+                    f"{'' if args.memory is not None else ' (the default --memory)'}, {ex['passes']} passes over "
+                    f"the input")
+        return EXIT_OK
     if r.exact_stats is not None:
         ex = r.exact_stats
         passes = ex["passes"]

@@ -156,6 +156,11 @@ struct Block {
     // path's later passes write only lines no pass wrote and every pass has decided). Reset to
     // all of them with each block read.
     size_t write_from = 0, write_to = SIZE_MAX;
+    // use_formatted: the output side writes `formatted` (what apply() made of the kept lines of
+    // [write_from, write_to), in order: --count's records with their counts, dedup/counted.hpp)
+    // instead of the kept lines as read. The dropped side writes the lines as read.
+    bool use_formatted = false;
+    Bytes formatted;
     // Hashing in batches of kHashBatch lines, which the producer that split the block and the
     // calling thread that takes it claim in turn (hash_unclaimed): when the producers are the
     // slower side, the calling thread hashes what they have not reached instead of waiting.
@@ -439,6 +444,64 @@ inline void split_block(Block& b, const Options& opt) {
 inline void split_and_hash(Block& b, const KeyHasher& hasher, const Options& opt) {
     split_block(b, opt);
     hash_unclaimed(b, hasher);
+}
+
+// The bytes of lines [b.write_from, k) whose keep flag equals `kept`, in order, into `out` (its
+// old bytes dropped). `final`: the block ends the input with a virtual '\n', which is left out.
+//
+// Two ways to gather, chosen by how often the flag flips from one line to the next. Where it
+// flips often (hex lines, whose repeats are a coin toss: a branch on the flag mispredicted
+// about every other line), every line is copied to the output's end and the end moves on by
+// its length when the line is selected: one 32-byte copy for lines up to 32 bytes (it may
+// read past the line, within the block's buffer, and write past it, within out's slack),
+// memcpy beyond. Where it flips rarely (real text, whose repeats come in runs: the copies of
+// files seen before), runs of selected lines are copied whole, which the branchless copy made
+// slower there (perf, one thread: the calling thread's loop 4.4-5.4% -> 7.5-8.6% of the
+// samples; on hex lines 8.6% -> 5.9%).
+inline void gather_lines(const Block& b, size_t k, bool kept, bool final, Bytes& out) {
+    constexpr size_t kGather = 32;
+    const size_t from = b.write_from;
+    const unsigned char* p = b.data.p.get();
+    const size_t first = from ? b.line_end[from - 1] : 0, last = k > from ? b.line_end[k - 1] : first;
+    out.size = 0;
+    out.reserve(last - first + kGather);
+    size_t flips = 0;
+    for (size_t j = from + 1; j < k; ++j) flips += b.keep[j] != b.keep[j - 1];
+    bool last_sel = false;  // (line k - 1 selected)
+    if (flips * 4 > k - from) {
+        unsigned char* const dst = out.p.get();
+        const size_t readable = b.data.cap;  // (a fixed-size copy reads no further)
+        size_t at = 0, start = first;
+        for (size_t j = from; j < k; ++j) {
+            const size_t end = b.line_end[j], len = end - start;
+            const bool sel = b.keep[j] == kept;
+            if (len <= kGather && start + kGather <= readable)
+                std::memcpy(dst + at, p + start, kGather);
+            else
+                std::memcpy(dst + at, p + start, len);
+            at += sel ? len : 0;
+            last_sel = sel;
+            start = end;
+        }
+        out.size = at;
+    } else {
+        size_t run_start = 0;
+        bool in_run = false;
+        for (size_t j = from; j < k; ++j) {
+            const bool sel = b.keep[j] == kept;
+            const size_t start = j ? b.line_end[j - 1] : 0;
+            if (sel && !in_run) {
+                run_start = start;
+                in_run = true;
+            } else if (!sel && in_run) {
+                out.append(p + run_start, start - run_start);
+                in_run = false;
+            }
+        }
+        if (in_run) out.append(p + run_start, last - run_start);
+        last_sel = in_run;
+    }
+    if (final && k > from && last_sel && out.size) --out.size;
 }
 
 // Waits until fd is ready for `events`, calling wait() (which may throw Stopped) every tick.

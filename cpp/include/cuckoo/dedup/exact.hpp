@@ -144,6 +144,21 @@ private:
     std::thread thread_;
 };
 
+// Runs mine() on the calling thread and, when `helper` is given, theirs() on it at once (the two
+// key sets of a pass's lanes); rethrows the calling thread's error first, else the helper's.
+template <class Mine, class Theirs>
+void on_both_threads(HelperThread* helper, Mine&& mine, Theirs&& theirs) {
+    if (!helper) return mine();
+    helper->start([&] { theirs(); });
+    try {
+        mine();
+    } catch (...) {
+        helper->wait();  // (its own error, if any, gives way to this one)
+        throw;
+    }
+    helper->wait();
+}
+
 // Exact dedup of `inputs` (each read from `starts[i]` again for every pass after the first: the
 // caller's regular files; -1 for an input given whole as its prefix). `budget`: bytes the key sets
 // may hold before the pass's range splits (it is not a hard limit: a range of one hash cannot
@@ -409,18 +424,8 @@ inline Result with_key_set(const std::vector<Input>& inputs, const std::vector<i
                     l.set->insert_unique(static_cast<uint32_t>(l.picked_count), l.picked.data(),
                                          [&b](size_t j) { return b.key(j); }, b.hashes.data(), b.keep.get());
                 };
-                if (lanes > 1 && lane[1].picked_count) {
-                    helper->start([&] { fill(lane[1]); });
-                    try {
-                        fill(lane[0]);
-                    } catch (...) {
-                        helper->wait();  // (its own error, if any, gives way to this one)
-                        throw;
-                    }
-                    helper->wait();
-                } else {
-                    fill(lane[0]);
-                }
+                on_both_threads(lanes > 1 && lane[1].picked_count ? helper.get() : nullptr, [&] { fill(lane[0]); },
+                                [&] { fill(lane[1]); });
                 // Decisions a later pass writes (lines from the limit on) are kept.
                 const uint64_t lim = limit();
                 if (base + n > lim) {

@@ -143,6 +143,7 @@ private:
         b.error = nullptr;
         b.write_from = 0;
         b.write_to = SIZE_MAX;
+        b.use_formatted = false;
         Bytes& d = b.data;
         d.size = 0;
         const auto began = std::chrono::steady_clock::now();
@@ -678,65 +679,19 @@ private:
         if (write_error_) std::rethrow_exception(write_error_);
     }
 
-    // Writes lines [b.write_from, k) whose keep flag equals `kept`, in order, with one copy into
-    // out_ and as few write() calls as the fd takes. `final`: the block ends the input with a
-    // virtual '\n', which is not written.
-    //
-    // Two ways to gather, chosen by how often the flag flips from one line to the next. Where it
-    // flips often (hex lines, whose repeats are a coin toss: a branch on the flag mispredicted
-    // about every other line), every line is copied to the output's end and the end moves on by
-    // its length when the line is selected: one 32-byte copy for lines up to 32 bytes (it may
-    // read past the line, within the block's buffer, and write past it, within out_'s slack),
-    // memcpy beyond. Where it flips rarely (real text, whose repeats come in runs: the copies of
-    // files seen before), runs of selected lines are copied whole, which the branchless copy made
-    // slower there (perf, one thread: the calling thread's loop 4.4-5.4% -> 7.5-8.6% of the
-    // samples; on hex lines 8.6% -> 5.9%).
+    // Writes lines [b.write_from, k) whose keep flag equals `kept`, in order (gather_lines: one
+    // copy into out_), with as few write() calls as the fd takes. `final`: the block ends the input
+    // with a virtual '\n', which is not written. The output side of a block whose apply() made
+    // its own bytes (Block::use_formatted) writes those.
     template <class Wait>
     void gather_and_write(const Block& b, size_t k, bool kept, bool final, int fd, int side, Wait&& wait,
                           size_t chunk) {
-        constexpr size_t kGather = 32;
-        const size_t from = b.write_from;
-        const unsigned char* p = b.data.p.get();
-        const size_t first = from ? b.line_end[from - 1] : 0, last = k > from ? b.line_end[k - 1] : first;
-        out_.size = 0;
-        out_.reserve(last - first + kGather);
-        size_t flips = 0;
-        for (size_t j = from + 1; j < k; ++j) flips += b.keep[j] != b.keep[j - 1];
-        bool last_sel = false;  // (line k - 1 selected)
-        if (flips * 4 > k - from) {
-            unsigned char* const dst = out_.p.get();
-            const size_t readable = b.data.cap;  // (a fixed-size copy reads no further)
-            size_t at = 0, start = first;
-            for (size_t j = from; j < k; ++j) {
-                const size_t end = b.line_end[j], len = end - start;
-                const bool sel = b.keep[j] == kept;
-                if (len <= kGather && start + kGather <= readable)
-                    std::memcpy(dst + at, p + start, kGather);
-                else
-                    std::memcpy(dst + at, p + start, len);
-                at += sel ? len : 0;
-                last_sel = sel;
-                start = end;
-            }
-            out_.size = at;
-        } else {
-            size_t run_start = 0;
-            bool in_run = false;
-            for (size_t j = from; j < k; ++j) {
-                const bool sel = b.keep[j] == kept;
-                const size_t start = j ? b.line_end[j - 1] : 0;
-                if (sel && !in_run) {
-                    run_start = start;
-                    in_run = true;
-                } else if (!sel && in_run) {
-                    out_.append(p + run_start, start - run_start);
-                    in_run = false;
-                }
-            }
-            if (in_run) out_.append(p + run_start, last - run_start);
-            last_sel = in_run;
+        if (kept && b.use_formatted) {  // (apply() decided every line of the block: k is write_to)
+            const size_t from = b.write_from;
+            const size_t n = b.formatted.size - (final && k > from && b.keep[k - 1] && b.formatted.size ? 1 : 0);
+            return write_all(fd, b.formatted.p.get(), n, side, wait, chunk);
         }
-        if (final && k > from && last_sel && out_.size) --out_.size;
+        gather_lines(b, k, kept, final, out_);
         write_all(fd, out_.p.get(), out_.size, side, wait, chunk);
     }
     // `chunk` (0: none): the most bytes one write() takes.
