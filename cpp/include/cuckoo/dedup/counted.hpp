@@ -156,20 +156,9 @@ inline Result with_counts(const std::vector<Input>& inputs, const std::vector<in
     // One pass over the input; apply(b, n, base) decides the block's records (base: the first one's
     // number). Checks that every pass after the first reads the records the first one read.
     auto pass = [&](int to_out, int to_dropped, auto&& apply) {
-        if (!first) {
-            for (size_t i = 0; i < inputs.size(); ++i)
-                if (inputs[i].fd >= 0 && ::lseek(inputs[i].fd, static_cast<off_t>(starts[i]), SEEK_SET) < 0)
-                    throw IoError(errno, 0, i, "cannot read input again");
-        }
+        if (!first) rewind_inputs(inputs, starts);
         ++run.passes;
-        Pipeline::Tick pass_tick;
-        if (tick)
-            pass_tick = [&](const Result& now) {
-                Result sum = now;
-                sum.lines += read_before.lines;
-                sum.bytes += read_before.bytes;
-                return tick(sum);
-            };
+        const Pipeline::Tick pass_tick = ticks_after(tick, read_before);
         Pipeline p(pass_inputs, to_out, to_dropped, hasher, opt, pass_tick);
         p.continue_ticks_from(last_tick);
         uint64_t base = 0, digest = 0;

@@ -144,6 +144,25 @@ private:
     std::thread thread_;
 };
 
+// Every input moved back to where the run started reading it, for a pass more.
+inline void rewind_inputs(const std::vector<Input>& inputs, const std::vector<int64_t>& starts) {
+    for (size_t i = 0; i < inputs.size(); ++i)
+        if (inputs[i].fd >= 0 && ::lseek(inputs[i].fd, static_cast<off_t>(starts[i]), SEEK_SET) < 0)
+            throw IoError(errno, 0, i, "cannot read input again");
+}
+
+// A pass's tick: the caller's, seeing the lines and bytes of the passes before (`read_before`,
+// read when it is called) added to the pass's own, so that its rates stay rates.
+inline Pipeline::Tick ticks_after(const Pipeline::Tick& tick, const Result& read_before) {
+    if (!tick) return {};
+    return [&tick, &read_before](const Result& now) {
+        Result sum = now;
+        sum.lines += read_before.lines;
+        sum.bytes += read_before.bytes;
+        return tick(sum);
+    };
+}
+
 // Runs mine() on the calling thread and, when `helper` is given, theirs() on it at once (the two
 // key sets of a pass's lanes); rethrows the calling thread's error first, else the helper's.
 template <class Mine, class Theirs>
@@ -340,11 +359,7 @@ inline Result with_key_set(const std::vector<Input>& inputs, const std::vector<i
             else
                 l.set->clear();
         }
-        if (!first) {
-            for (size_t i = 0; i < inputs.size(); ++i)
-                if (inputs[i].fd >= 0 && ::lseek(inputs[i].fd, static_cast<off_t>(starts[i]), SEEK_SET) < 0)
-                    throw IoError(errno, 0, i, "cannot read input again");
-        }
+        if (!first) rewind_inputs(inputs, starts);
         ++run.passes;
         // Lines from `limit` on may still be undecided (a waiting range's): not written yet.
         auto limit = [&] {
@@ -354,15 +369,7 @@ inline Result with_key_set(const std::vector<Input>& inputs, const std::vector<i
         };
         uint64_t base = 0;  // the block's first line
         uint64_t keys_digest = 0;
-        // The caller's tick sees the lines and bytes of every pass so far (its rates stay rates).
-        Pipeline::Tick pass_tick;
-        if (tick)
-            pass_tick = [&](const Result& now) {
-                Result sum = now;
-                sum.lines += read_before.lines;
-                sum.bytes += read_before.bytes;
-                return tick(sum);
-            };
+        const Pipeline::Tick pass_tick = ticks_after(tick, read_before);
         Pipeline p(pass_inputs, out_fd, dropped_fd, hasher, opt, pass_tick);
         p.continue_ticks_from(last_tick);
         pipeline = &p;
