@@ -304,6 +304,46 @@ void register_dedup_exact(py::module_& m) {
        py::arg("threads"), py::arg("memory"), py::arg("expected"), py::arg("seed"), py::arg("progress"),
        py::arg("mean_key_bytes"), py::arg("keep_last"), py::arg("min_count"), py::arg("max_count"),
        py::arg("write_counts"), py::arg("json_member"), py::arg("framing") = py::none());
+    // --window (cuckoo/dedup/windowed.hpp): `records` > 0 a count window, else `seconds` of
+    // arrival time; exact, or approximate at `fpr`; `seed` the window's hash seed.
+    m.def("_dedup_window", [](const py::list& inputs, int out_fd, int dropped_fd, uint64_t block, unsigned threads,
+                              py::object progress, uint64_t records, double seconds, bool exact, double fpr,
+                              unsigned generations, uint64_t seed, py::object framing) {
+        DedupCall c = dedup_call(inputs, out_fd, dropped_fd, block, threads, ~uint64_t(0), std::move(progress), framing);
+        cuckoo::WindowConfig cfg;
+        cfg.records = records;
+        cfg.seconds = seconds;
+        cfg.lateness = 0;  // (arrival times never go back)
+        cfg.exact = exact;
+        cfg.fpr = fpr;
+        cfg.generations = generations;
+        cfg.seed = seed;
+        std::unique_ptr<cuckoo::Window> window;
+        try {
+            window.reset(new cuckoo::Window(cfg));
+        } catch (const std::invalid_argument& e) {
+            throw py::value_error(e.what());
+        }
+        uint64_t peak = 0;
+        py::dict d = run_dedup(c, [&](DedupCall& call, cuckoo::dedup::Pipeline::Tick tick) {
+            auto measured = [&, tick](const cuckoo::dedup::Result& r) {
+                peak = std::max(peak, window->memory_bytes());
+                return tick(r);
+            };
+            cuckoo::dedup::Result r = cuckoo::dedup::with_window(std::move(call.inputs), call.out_fd, call.dropped_fd,
+                                                                 *window, call.opt, measured);
+            peak = std::max(peak, window->memory_bytes());
+            return r;
+        });
+        d["window_keys"] = window->entries();
+        d["window_memory"] = window->memory_bytes();
+        d["window_peak_memory"] = peak;
+        d["generations"] = window->generation_count();
+        d["fpr_bound"] = window->fpr_bound();
+        return d;
+    }, py::arg("inputs"), py::arg("out_fd"), py::arg("dropped_fd"), py::arg("block"), py::arg("threads"),
+       py::arg("progress"), py::arg("records"), py::arg("seconds"), py::arg("exact"), py::arg("fpr"),
+       py::arg("generations"), py::arg("seed"), py::arg("framing") = py::none());
 #endif
 }
 

@@ -26,7 +26,8 @@
 // The pipeline is split by concern under cuckoo/dedup/: block.hpp (options, inputs, blocks, lines
 // and their hashes), pipeline.hpp (the ordered run and its threads), tables.hpp (through a filter
 // or a store), exact.hpp (the in-memory key set in passes), counted.hpp (counts, keep-last and the
-// selections by count, in two passes). This header includes them all.
+// selections by count, in two passes), windowed.hpp (within a window of records or of time).
+// This header includes them all.
 #pragma once
 
 #include "cuckoo/dedup/block.hpp"
@@ -34,3 +35,4 @@
 #include "cuckoo/dedup/tables.hpp"
 #include "cuckoo/dedup/exact.hpp"
 #include "cuckoo/dedup/counted.hpp"
+#include "cuckoo/dedup/windowed.hpp"

@@ -97,33 +97,51 @@ def _readable_twice(src: Source) -> bool:
     return src.path is not None and not src.compressed() and src.regular_size() is not None
 
 
-def dedup_counted(sources: List[Source], out: Any, dropped: Any, block: int, threads: Optional[int],
-                  report: Callable[[int, int], None], framing: Any, memory: Optional[int],
-                  spec: CountSpec) -> Any:
-    """cuckoo.dedup() with count options (`spec`): the native two-pass run. Returns a DedupResult."""
-    if os.name == "nt" or not hasattr(cuckoo._core, "_dedup_counted"):
-        raise ValueError("cuckoo.dedup: count, repeated, unique_only and keep='last' need the native pipeline "
-                         "(not available on this platform)")
-    if not getattr(framing, "native", False):
-        raise ValueError("cuckoo.dedup: count, repeated, unique_only and keep='last' need missing='error' "
-                         "(a record without the key field stops the run)")
-    if isinstance(framing, JsonlFraming):
-        import json  # (here: start-up of cuckoo dedup)
+def _has_fd(src: Source) -> bool:
+    """Whether the native pipeline can read a source by file descriptor as it is (a file, stdin, a
+    pipe, a binary file object with one), not a BytesIO or an iterable of lines."""
+    from . import engine
 
-        json_member = json.dumps(spec.count_name, ensure_ascii=False) + ":"
-    elif isinstance(framing, (LineFraming, CsvFraming, FieldFraming)):
-        json_member = ""
-    else:
-        raise ValueError(f"cuckoo.dedup: counts are not available for {type(framing).__name__}")
+    return src.path is not None or src.is_stdin or engine._fd_of(src.stream, write=False) is not None
+
+
+def through_files(sources: List[Source], out: Any, dropped: Any, readable_twice: bool,
+                  run: Callable[[List[Source], Any, Any], Any]) -> Any:
+    """run(sources, out, dropped) with what the native pipeline cannot take as it is put in
+    temporary files: an input without a file descriptor (or, `readable_twice`, one that cannot be
+    read twice: a pipe, stdin, compressed data) copied to one first, an output stream without a
+    file descriptor (BytesIO) written through one and copied to it at the end. The temporary
+    files are removed at the end."""
+    keep = _readable_twice if readable_twice else _has_fd
     temporaries: List[str] = []
     try:
         try:
-            sources = [src if _readable_twice(src) else _spooled(src, temporaries) for src in sources]
+            sources = [src if keep(src) else _spooled(src, temporaries) for src in sources]
         except BaseException:
             for src in sources:
                 src.close()
             raise
-        return _with_outputs(sources, out, dropped, block, threads, report, framing, memory, spec, json_member)
+        streams = [target if _needs_file(target) else None for target in (out, dropped)]
+        if any(stream is not None for stream in streams):
+            import tempfile
+
+            out, dropped = [tempfile.TemporaryFile(prefix="cuckoo-output-") if stream is not None else target
+                            for stream, target in zip(streams, (out, dropped))]
+        try:
+            result = run(sources, out, dropped)
+            for stream, tmp in zip(streams, (out, dropped)):
+                if stream is not None:
+                    tmp.seek(0)
+                    while True:
+                        chunk = tmp.read(_SPOOL_CHUNK)
+                        if not chunk:
+                            break
+                        stream.write(chunk)
+            return result
+        finally:
+            for stream, tmp in zip(streams, (out, dropped)):
+                if stream is not None:
+                    tmp.close()
     finally:
         for path in temporaries:
             try:
@@ -132,33 +150,29 @@ def dedup_counted(sources: List[Source], out: Any, dropped: Any, block: int, thr
                 pass
 
 
-def _with_outputs(sources: List[Source], out: Any, dropped: Any, block: int, threads: Optional[int],
-                  report: Callable[[int, int], None], framing: Any, memory: Optional[int], spec: CountSpec,
-                  json_member: str) -> Any:
-    """The run, an output stream without a file descriptor (BytesIO) written through a temporary
-    file."""
-    # A stream without a file descriptor (BytesIO) gets its output through a temporary file.
-    streams = [target if _needs_file(target) else None for target in (out, dropped)]
-    if any(stream is not None for stream in streams):
-        import tempfile
+def native_only(what: str, framing: Any) -> None:
+    """Refuses (ValueError) a run that only the native pipeline does, where it cannot."""
+    if os.name == "nt" or not hasattr(cuckoo._core, "_dedup_counted"):
+        raise ValueError(f"cuckoo.dedup: {what} need the native pipeline (not available on this platform)")
+    if not getattr(framing, "native", False):
+        raise ValueError(f"cuckoo.dedup: {what} need missing='error' (a record without the key field stops the run)")
 
-        out, dropped = [tempfile.TemporaryFile(prefix="cuckoo-output-") if stream is not None else target
-                        for stream, target in zip(streams, (out, dropped))]
-    try:
-        result = _run(sources, out, dropped, block, threads, report, framing, memory, spec, json_member)
-        for stream, tmp in zip(streams, (out, dropped)):
-            if stream is not None:
-                tmp.seek(0)
-                while True:
-                    chunk = tmp.read(_SPOOL_CHUNK)
-                    if not chunk:
-                        break
-                    stream.write(chunk)
-        return result
-    finally:
-        for stream, tmp in zip(streams, (out, dropped)):
-            if stream is not None:
-                tmp.close()
+
+def dedup_counted(sources: List[Source], out: Any, dropped: Any, block: int, threads: Optional[int],
+                  report: Callable[[int, int], None], framing: Any, memory: Optional[int],
+                  spec: CountSpec) -> Any:
+    """cuckoo.dedup() with count options (`spec`): the native two-pass run. Returns a DedupResult."""
+    native_only("count, repeated, unique_only and keep='last'", framing)
+    if isinstance(framing, JsonlFraming):
+        import json  # (here: start-up of cuckoo dedup)
+
+        json_member = json.dumps(spec.count_name, ensure_ascii=False) + ":"
+    elif isinstance(framing, (LineFraming, CsvFraming, FieldFraming)):
+        json_member = ""
+    else:
+        raise ValueError(f"cuckoo.dedup: counts are not available for {type(framing).__name__}")
+    return through_files(sources, out, dropped, True,
+                         lambda s, o, d: _run(s, o, d, block, threads, report, framing, memory, spec, json_member))
 
 
 def _needs_file(target: Any) -> bool:

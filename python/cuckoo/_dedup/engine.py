@@ -153,7 +153,7 @@ class DedupResult:
     # and exact_stats, FrozenInstanceError on assignment): `import dataclasses`, with inspect
     # under it, was a sixth of the start-up of `cuckoo dedup`.
     __match_args__ = ("lines_read", "lines_kept", "bytes_read", "seconds", "exact", "expected_false_drops",
-                      "filter", "sizing", "store_stats", "exact_stats")
+                      "filter", "sizing", "store_stats", "exact_stats", "window_stats")
     _repr_fields = ("lines_read", "lines_kept", "bytes_read", "seconds", "exact", "expected_false_drops", "sizing")
 
     lines_read: int
@@ -188,14 +188,23 @@ class DedupResult:
     ``spilled_at_line`` and ``spilled_keys`` (where and how many keys moved to a store on an
     anonymous temporary file), ``store_log_bytes`` and ``store_index_bytes`` (that store's log on
     disk and index in memory at the end), ``store_grows`` and ``store_grows_from_memory`` (its
-    index growths, and those made from the entries' hash bits, without reading the log back)."""
+    index growths, and those made from the entries' hash bits, without reading the log back).
+    With counts (``count``, ``repeated``, ``unique_only``, ``keep="last"``): ``passes``,
+    ``ranges`` (hash ranges counted: 1 when the keys fitted ``memory``), ``distinct``,
+    ``peak_memory`` and ``memory``."""
+    window_stats: Optional[dict] = None
+    """With `window`: ``records`` or ``seconds`` (the window), ``keys`` (held at the end: a key in
+    two generations counts twice), ``memory`` and ``peak_memory`` (bytes the window held at the
+    end and at most, sampled every 50 ms), ``generations``, and ``fpr_bound`` (approximate: the
+    bound on a new record's chance to be dropped by mistake; 0 when exact)."""
 
     def __init__(self, lines_read: int, lines_kept: int, bytes_read: int, seconds: float, exact: bool,
                  expected_false_drops: float = 0.0, filter: Optional[Filter] = None, sizing: str = "",
-                 store_stats: Optional[dict] = None, exact_stats: Optional[dict] = None) -> None:
+                 store_stats: Optional[dict] = None, exact_stats: Optional[dict] = None,
+                 window_stats: Optional[dict] = None) -> None:
         self.__dict__.update(lines_read=lines_read, lines_kept=lines_kept, bytes_read=bytes_read, seconds=seconds,
                              exact=exact, expected_false_drops=expected_false_drops, filter=filter, sizing=sizing,
-                             store_stats=store_stats, exact_stats=exact_stats)
+                             store_stats=store_stats, exact_stats=exact_stats, window_stats=window_stats)
 
     def __setattr__(self, name: str, value: Any) -> None:
         import dataclasses
@@ -645,7 +654,7 @@ def dedup(source: Any, out: Any = None, *, exact: Optional[bool] = None, store: 
           key: Any = None, sep: Any = None, csv: bool = False, jsonl: bool = False,
           missing: str = "error", memory: Optional[int] = None, zero_terminated: bool = False,
           count: bool = False, repeated: bool = False, unique_only: bool = False, keep: str = "first",
-          count_name: str = "count", _run_plan: Optional[RunPlan] = None) -> DedupResult:
+          count_name: str = "count", window: Any = None, _run_plan: Optional[RunPlan] = None) -> DedupResult:
     """Writes the first occurrence of each line of `source` to `out`, in input order.
 
     Parameters
@@ -725,6 +734,16 @@ def dedup(source: Any, out: Any = None, *, exact: Optional[bool] = None, store: 
         exactly once. ``keep="last"``: each key's last record instead of its first, in input order
         (the rows of pandas ``drop_duplicates(keep="last")``). Each key is written once at most;
         the other records go to `dropped`. Not with `store` or the filter.
+    window
+        Dedup within a window, for streams: a record is dropped when its key occurred among the
+        previous N records (``window=N``), or less than a duration earlier in arrival time
+        (``window="10m"``; a str with a unit: ms, s, m, h, d; or a ``datetime.timedelta``), the
+        time a record's block reached the pipeline (a live stream's records within about 50 ms of
+        their arrival). Memory is bounded by the keys of about one window
+        (:class:`cuckoo.Window`'s generations, which expire whole). Exact; ``exact=False`` (or
+        `fpr`, `seed`) remembers keys in filters instead (about 2 bytes a key, a new record dropped
+        by mistake with probability at most ``result.window_stats["fpr_bound"]``). One pass,
+        streaming: not with `store`, `filter`, `capacity`, `memory` or the count options.
     key, sep, csv, jsonl, missing
         Keyed records (cuckoo._dedup.records), the whole record written: ``sep="\\t", key="2"`` (field
         2 of tab-separated lines; ``"2,4"``: fields 2 through 4, as ``sort -k``), ``csv=True,
@@ -800,9 +819,15 @@ def dedup(source: Any, out: Any = None, *, exact: Optional[bool] = None, store: 
                                    1 <= block_size <= MAX_BLOCK):
         raise ValueError(f"cuckoo.dedup: block_size must be an int from 1 to {MAX_BLOCK} bytes, got {block_size!r}")
     from .counted import count_spec  # (small: the count options' checks)
+    from .windowed import window_spec
 
     counting = count_spec(count, repeated, unique_only, keep, count_name)
-    if counting is not None and (store is not None or not exact):
+    windowing = window_spec(window)
+    if windowing is not None and (store is not None or filter is not None or capacity is not None or
+                                  memory is not None or counting is not None):
+        raise ValueError("cuckoo.dedup: window= is one streaming pass with a state of its own: not with store=, "
+                         "filter=, capacity=, memory= or the count options")
+    if counting is not None and (store is not None or not exact) and windowing is None:
         raise ValueError("cuckoo.dedup: count, repeated, unique_only and keep='last' are exact: not with store= "
                          "or the filter")
     if not isinstance(zero_terminated, bool):
@@ -820,9 +845,9 @@ def dedup(source: Any, out: Any = None, *, exact: Optional[bool] = None, store: 
         # (A text framing asked for reads the file as text, whatever its first bytes.)
         columnar = _columnar_format(source) if not (csv or jsonl or sep is not None) else None
         if columnar is not None:
-            if counting is not None:
-                raise ValueError("cuckoo.dedup: count, repeated, unique_only and keep='last' are for text records, "
-                                 "not a Parquet or Arrow file")
+            if counting is not None or windowing is not None:
+                raise ValueError("cuckoo.dedup: count, repeated, unique_only, keep='last' and window= are for text "
+                                 "records, not a Parquet or Arrow file")
             return _dedup_columnar(source, out, key, exact, store, filter, capacity, fpr, seed, dropped, missing,
                                    sep, csv, jsonl)
         framing = framing_of(sep=sep, key=key, csv=csv, jsonl=jsonl, missing=missing)
@@ -831,6 +856,11 @@ def dedup(source: Any, out: Any = None, *, exact: Optional[bool] = None, store: 
     framing = framing if framing is not None else LineFraming()
     report = _progress_of(progress)
     try:
+        if windowing is not None:
+            from .windowed import dedup_window
+
+            return dedup_window(sources, out, dropped, block_size or DEFAULT_BLOCK, threads, report, framing,
+                                windowing, exact, fpr, seed)
         if counting is not None:
             from .counted import dedup_counted
 

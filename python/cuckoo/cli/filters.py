@@ -127,6 +127,8 @@ def approximate(args: argparse.Namespace) -> bool:
 
 
 def cmd_dedup(args: argparse.Namespace) -> int:
+    if args.window is not None:
+        return cmd_dedup_window(args)
     args.exact = not approximate(args)
     if columnar_input(args):
         return cmd_dedup_columnar(args)
@@ -183,6 +185,56 @@ def cmd_dedup(args: argparse.Namespace) -> int:
     _note(args, f"cuckoo dedup: approximate: expected unique lines wrongly dropped: {_small(r.expected_false_drops)} "
                 f"(filter: {how}, {len(f):,} keys, {_bytes(f.nbytes)}, {f.fingerprint_bits}-bit fingerprints, "
                 f"FPR now {f.expected_fpr:.2g})" + (f"; saved to {args.save}" if args.save else ""))
+    return EXIT_OK
+
+
+def cmd_dedup_window(args: argparse.Namespace) -> int:
+    """dedup --window N | DURATION: one streaming pass, a record dropped when its key occurred
+    within the window (cuckoo._dedup.windowed)."""
+    from cuckoo._dedup.windowed import window_spec
+
+    try:
+        spec = window_spec(args.window)
+    except ValueError as exc:
+        raise CliError(f"cuckoo dedup: --window: {str(exc).replace('cuckoo.dedup: ', '')}", EXIT_USAGE) from None
+    for opt, given in (("--store", args.store), ("--filter", args.filter), ("--save", args.save),
+                       ("--capacity", args.capacity is not None), ("--memory", args.memory is not None),
+                       ("--count", args.count), ("--repeated", args.repeated), ("--unique-only", args.unique_only),
+                       ("--keep last", args.keep == "last")):
+        if given:
+            raise CliError(f"cuckoo dedup: {opt} is not for --window (one streaming pass with a state of its own)",
+                           EXIT_USAGE)
+    if args.exact and (args.fpr is not None or args.seed is not None or args.approx):
+        raise CliError("cuckoo dedup: --fpr/--seed/--approx make the window approximate; --exact keeps every key",
+                       EXIT_USAGE)
+    exact = not (args.approx or args.fpr is not None or args.seed is not None)
+    assert spec is not None
+    sources = sources_of(args.files)
+    check_run_files([p for p, _ in inputs_of(sources)], [(args.output, "output"), (args.dropped, "--dropped file")])
+    framing = framing_from_args(args)
+    out = Output(args.output, sources)
+    dropped = dropped_sink(args, sources)
+    progress = Progress(_progress_enabled(args), "dedup")
+    ok = False
+    try:
+        r = dedup(sources, out, exact=exact, fpr=args.fpr, seed=args.seed, threads=args.threads,
+                  block_size=args.block_size, progress=progress.update, dropped=dropped, framing=framing,
+                  window=args.window)
+        ok = True
+    except RecordError as exc:
+        raise record_error(exc) from None
+    except ValueError as exc:
+        raise CliError(f"cuckoo dedup: {_one_line(exc)}", EXIT_USAGE) from None
+    finally:
+        progress.done()
+        finish_outputs(ok, out, dropped)
+    w = r.window_stats
+    _note(args, f"cuckoo dedup: {r.lines_read:,} lines read, {r.lines_kept:,} written, {r.lines_dropped:,} dropped "
+                f"in {r.seconds:.2f} s ({_si(r.lines_read / max(r.seconds, 1e-9))} lines/s)")
+    mode = ("exact" if r.exact else f"approximate: a new line dropped by mistake with probability at most "
+            f"{w['fpr_bound']:.2g}")
+    _note(args, f"cuckoo dedup: window of {spec.describe()}, {mode} ({w['keys']:,} keys held at the end, at most "
+                f"{_bytes(w['peak_memory'])})")
     return EXIT_OK
 
 

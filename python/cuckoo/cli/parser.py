@@ -357,6 +357,11 @@ def build_parser() -> argparse.ArgumentParser:
     counts.add_argument("--keep", choices=["first", "last"], default="first",
                         help="write each key's first record (default) or its last one, in input order "
                              "(the rows of pandas drop_duplicates(keep='last'))")
+    p.add_argument("--window", metavar="N|DURATION",
+                   help="drop a record only when its key occurred among the previous N records, or less than "
+                        "DURATION ago in arrival time (500ms, 30s, 10m, 24h, 7d: tail -f log | cuckoo dedup "
+                        "--window 10m); memory is bounded by the keys of about one window. Exact; --approx "
+                        "(or --fpr) keeps filters instead")
     p.add_argument("-z", "--zero-terminated", action="store_true",
                    help="records end at a NUL byte, not a newline, as in sort -z and uniq -z "
                         "(find -print0 | cuckoo dedup -z); a record's key is the record without its NUL")
