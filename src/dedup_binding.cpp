@@ -306,14 +306,19 @@ void register_dedup_exact(py::module_& m) {
        py::arg("write_counts"), py::arg("json_member"), py::arg("framing") = py::none());
     // --window (cuckoo/dedup/windowed.hpp): `records` > 0 a count window, else `seconds` of
     // arrival time; exact, or approximate at `fpr`; `seed` the window's hash seed.
+    // time_framing (event time, --time-key): the framing of each record's time field, else None.
     m.def("_dedup_window", [](const py::list& inputs, int out_fd, int dropped_fd, uint64_t block, unsigned threads,
                               py::object progress, uint64_t records, double seconds, bool exact, double fpr,
-                              unsigned generations, uint64_t seed, py::object framing) {
+                              unsigned generations, uint64_t seed, py::object framing, py::object time_framing) {
         DedupCall c = dedup_call(inputs, out_fd, dropped_fd, block, threads, ~uint64_t(0), std::move(progress), framing);
+        const bool event_time = !time_framing.is_none();
+        const cuckoo::dedup::Framing time_field = framing_from(time_framing);
+        if (event_time && (!time_field.keyed() || time_field.kind != c.opt.framing.kind))
+            throw py::value_error("the time field's framing must be the records' own");
         cuckoo::WindowConfig cfg;
         cfg.records = records;
         cfg.seconds = seconds;
-        cfg.lateness = 0;  // (arrival times never go back)
+        cfg.lateness = event_time ? -1 : 0;  // (event time: the window itself, as Spark; arrival never goes back)
         cfg.exact = exact;
         cfg.fpr = fpr;
         cfg.generations = generations;
@@ -325,13 +330,15 @@ void register_dedup_exact(py::module_& m) {
             throw py::value_error(e.what());
         }
         uint64_t peak = 0;
+        cuckoo::dedup::WindowRun info;
         py::dict d = run_dedup(c, [&](DedupCall& call, cuckoo::dedup::Pipeline::Tick tick) {
             auto measured = [&, tick](const cuckoo::dedup::Result& r) {
                 peak = std::max(peak, window->memory_bytes());
                 return tick(r);
             };
             cuckoo::dedup::Result r = cuckoo::dedup::with_window(std::move(call.inputs), call.out_fd, call.dropped_fd,
-                                                                 *window, call.opt, measured);
+                                                                 *window, call.opt, measured,
+                                                                 event_time ? &time_field : nullptr, &info);
             peak = std::max(peak, window->memory_bytes());
             return r;
         });
@@ -340,10 +347,13 @@ void register_dedup_exact(py::module_& m) {
         d["window_peak_memory"] = peak;
         d["generations"] = window->generation_count();
         d["fpr_bound"] = window->fpr_bound();
+        d["late"] = window->late();
+        d["untimed"] = info.untimed;
         return d;
     }, py::arg("inputs"), py::arg("out_fd"), py::arg("dropped_fd"), py::arg("block"), py::arg("threads"),
        py::arg("progress"), py::arg("records"), py::arg("seconds"), py::arg("exact"), py::arg("fpr"),
-       py::arg("generations"), py::arg("seed"), py::arg("framing") = py::none());
+       py::arg("generations"), py::arg("seed"), py::arg("framing") = py::none(),
+       py::arg("time_framing") = py::none());
 #endif
 }
 

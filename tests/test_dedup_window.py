@@ -170,3 +170,86 @@ def test_duration_forms_and_refusals():
                        (["--window", "x"], b"--window: window 'x' is neither")):
         r = cli(*args, stdin=b"a\n")
         assert r.returncode == 1 and text in r.stderr, (args, r.stderr)
+
+
+# ---- event time (--time-key) ----------------------------------------------------------------
+
+
+def event_model(records, d):
+    """(kept, dropped) in event time, as cuckoo.Window documents it with lateness = d: a record
+    whose time is behind the watermark (the largest time seen less d) is late and kept; one without
+    a time is kept; any other is dropped iff an earlier record that was neither has its key and a
+    time less than d apart (either way); it is then remembered, and the watermark moves."""
+    seen = collections.defaultdict(list)
+    top = None
+    kept, dropped = [], []
+    for text, key, t in records:
+        if t is None or (top is not None and t < top - d):
+            kept.append(text)
+            continue
+        (dropped if any(abs(t - u) < d for u in seen[key]) else kept).append(text)
+        seen[key].append(t)
+        top = t if top is None else max(top, t)
+    return b"".join(kept), b"".join(dropped)
+
+
+@FAST
+@given(rows=st.lists(st.tuples(st.integers(0, 5), st.one_of(st.none(), st.integers(0, 400))), max_size=120),
+       d=st.sampled_from([1, 10, 60]), threads=st.integers(1, 3), block=st.integers(1, 300),
+       kind=st.sampled_from(["csv", "jsonl"]))
+def test_event_time_window_equals_the_model(tmp_path, rows, d, threads, block, kind):
+    """Times out of order (late records among them), records without a time, CSV and JSONL."""
+    if kind == "csv":
+        records = [(b"%d,%s,x\n" % (k, b"" if t is None else b"%d" % t), k, t) for k, t in rows]
+        head, opts = b"id,ts,v\n", dict(csv=True)
+    else:
+        records = [(b'{"id": %d%s}\n' % (k, b"" if t is None else b', "ts": %d' % t), k, t) for k, t in rows]
+        head, opts = b"", dict(jsonl=True)
+    src = tmp_path / "in"
+    src.write_bytes(head + b"".join(r[0] for r in records))
+    out, drop = tmp_path / "out", tmp_path / "drop"
+    r = cuckoo.dedup(str(src), out, dropped=drop, key="id", window=f"{d}s", time_key="ts", threads=threads,
+                     block_size=block, **opts)
+    kept, dropped = event_model(records, d)
+    assert (out.read_bytes(), drop.read_bytes()) == (head + kept, head + dropped)
+    assert r.window_stats["untimed"] == sum(t is None for _, t in rows)
+
+
+@FAST
+@given(when=st.datetimes(min_value=datetime.datetime(1900, 1, 1), max_value=datetime.datetime(2200, 1, 1)),
+       offset_minutes=st.integers(-23 * 60, 23 * 60), form=st.integers(0, 3), shift=st.sampled_from([0, 2]))
+def test_iso_8601_times_are_the_epoch_seconds_python_reads(tmp_path, when, offset_minutes, form, shift):
+    """A record with an ISO 8601 time and one with the epoch seconds Python's datetime gives it
+    (`shift` seconds later): one key within a window of 1 s exactly when shift is 0."""
+    when = when.replace(microsecond=when.microsecond // 1000 * 1000)
+    zone = datetime.timezone(datetime.timedelta(minutes=offset_minutes))
+    local = when.replace(tzinfo=zone)
+    sign, hm = ("-" if offset_minutes < 0 else "+"), divmod(abs(offset_minutes), 60)
+    text = [local.isoformat(timespec="milliseconds"),
+            local.strftime("%Y-%m-%dT%H:%M:%S") + f"{sign}{hm[0]:02d}{hm[1]:02d}",
+            local.astimezone(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f") + "Z",
+            local.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")][form]
+    epoch = local.timestamp() + shift
+    src = tmp_path / "in.jsonl"
+    src.write_text(f'{{"id": 1, "t": "{text}"}}\n{{"id": 1, "t": {epoch!r}}}\n')
+    r = cuckoo.dedup(str(src), None, jsonl=True, key="id", window="1s", time_key="t")
+    assert r.lines_kept == (1 if shift == 0 else 2), text
+    assert r.window_stats["untimed"] == 0
+
+
+def test_times_that_are_not_times_are_kept_and_counted(tmp_path):
+    src = tmp_path / "in.csv"
+    src.write_bytes(b"id,t\n1,2026-02-30\n1,2026-13-01\n1,abc\n1,inf\n1,0x10\n1,1e400\n1,2026-11-29T25:00\n1,\n"
+                    b"1,2026-11-29\n1,2026-11-29T00:00:00.0Z\n")
+    r = cuckoo.dedup(str(src), None, csv=True, key="id", window="1m", time_key="t")
+    assert r.window_stats["untimed"] == 8
+    assert r.lines_kept == 9  # the eight without a time, and the first of the last two (the same instant)
+
+
+def test_time_key_refusals(tmp_path):
+    with pytest.raises(ValueError, match="window of time"):
+        cuckoo.dedup(io.BytesIO(b"a\n"), None, window=5, time_key="t", csv=True, key="id")
+    with pytest.raises(ValueError, match="keyed records"):
+        cuckoo.dedup(io.BytesIO(b"a\n"), None, window="5s", time_key="t")
+    r = cli("--time-key", "t", stdin=b"a\n")
+    assert r.returncode == 1 and b"--time-key names the event time of a --window DURATION" in r.stderr

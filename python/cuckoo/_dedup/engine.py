@@ -444,6 +444,7 @@ class _Native:
         self.spec: Optional[dict] = None
         self.header = b""
         self.out_header: Optional[bytes] = None  # the output's, when not `header` (--count's column)
+        self.header_names: Optional[List[bytes]] = None  # the first input's CSV header
         self.first_lines: List[int] = []
 
     @classmethod
@@ -534,6 +535,7 @@ class _Native:
             self.first_lines[k] = 1 + header.count(b"\n")
             if first is None:
                 first = names
+                self.header_names = names
                 self.header = header if header.endswith(b"\n") else header + b"\n"
                 framing.resolve(names)
             elif names != first:
@@ -544,9 +546,10 @@ class _Native:
         self.spec = framing.native_spec()
 
     def run(self, call: Callable[..., dict], sources: List[Source], sinks: Sequence[Any], *args: Any,
-            run_plan: Optional[RunPlan] = None) -> dict:
+            run_plan: Optional[RunPlan] = None, **more: Any) -> dict:
         """`run_plan` (a --store run with a journal, cuckoo._dedup.resume): the pipeline records
-        each commit in the journal; a resumed run starts where the journal says."""
+        each commit in the journal; a resumed run starts where the journal says. `more`: keyword
+        arguments of `call`."""
         journal_fd = -1
         try:
             resuming = run_plan is not None and run_plan.mode == "resume"
@@ -575,7 +578,7 @@ class _Native:
                         return os.lseek(fds[side], 0, os.SEEK_CUR)
 
                     journal["position"] = position
-            result = call(inputs, self.out_fd, self.dropped_fd, *args, framing=self.spec, **journal)
+            result = call(inputs, self.out_fd, self.dropped_fd, *args, framing=self.spec, **journal, **more)
             if result["status"] == "bad_record":
                 self._raise_bad_record(result, sources)
             for src, stream in self.decompressing:
@@ -654,7 +657,8 @@ def dedup(source: Any, out: Any = None, *, exact: Optional[bool] = None, store: 
           key: Any = None, sep: Any = None, csv: bool = False, jsonl: bool = False,
           missing: str = "error", memory: Optional[int] = None, zero_terminated: bool = False,
           count: bool = False, repeated: bool = False, unique_only: bool = False, keep: str = "first",
-          count_name: str = "count", window: Any = None, _run_plan: Optional[RunPlan] = None) -> DedupResult:
+          count_name: str = "count", window: Any = None, time_key: Any = None,
+          _run_plan: Optional[RunPlan] = None) -> DedupResult:
     """Writes the first occurrence of each line of `source` to `out`, in input order.
 
     Parameters
@@ -744,6 +748,13 @@ def dedup(source: Any, out: Any = None, *, exact: Optional[bool] = None, store: 
         `fpr`, `seed`) remembers keys in filters instead (about 2 bytes a key, a new record dropped
         by mistake with probability at most ``result.window_stats["fpr_bound"]``). One pass,
         streaming: not with `store`, `filter`, `capacity`, `memory` or the count options.
+    time_key
+        With a duration `window` and keyed records (`key` with `csv`, `jsonl` or `sep`): the field
+        that holds each record's event time (epoch seconds, or ISO 8601 such as
+        ``2026-11-29T10:00:00Z``; no zone is UTC). A record is dropped when its key occurred less
+        than the duration earlier or later in event time. Records may come out of order: one
+        behind the watermark (the largest time seen, less the window) is late, kept and counted
+        (``window_stats["late"]``), as is one without a valid time (``"untimed"``).
     key, sep, csv, jsonl, missing
         Keyed records (cuckoo._dedup.records), the whole record written: ``sep="\\t", key="2"`` (field
         2 of tab-separated lines; ``"2,4"``: fields 2 through 4, as ``sort -k``), ``csv=True,
@@ -823,6 +834,10 @@ def dedup(source: Any, out: Any = None, *, exact: Optional[bool] = None, store: 
 
     counting = count_spec(count, repeated, unique_only, keep, count_name)
     windowing = window_spec(window)
+    if time_key is not None and (windowing is None or windowing.records):
+        raise ValueError("cuckoo.dedup: time_key= is for a window of time (window='10m'): the field holding each "
+                         "record's event time")
+
     if windowing is not None and (store is not None or filter is not None or capacity is not None or
                                   memory is not None or counting is not None):
         raise ValueError("cuckoo.dedup: window= is one streaming pass with a state of its own: not with store=, "
@@ -859,8 +874,11 @@ def dedup(source: Any, out: Any = None, *, exact: Optional[bool] = None, store: 
         if windowing is not None:
             from .windowed import dedup_window
 
+            from .windowed import time_framing_of
+
+            time_framing = time_framing_of(framing, time_key) if time_key is not None else None
             return dedup_window(sources, out, dropped, block_size or DEFAULT_BLOCK, threads, report, framing,
-                                windowing, exact, fpr, seed)
+                                windowing, exact, fpr, seed, time_framing)
         if counting is not None:
             from .counted import dedup_counted
 

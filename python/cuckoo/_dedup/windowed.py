@@ -15,6 +15,7 @@ from typing import Any, Callable, List, NamedTuple, Optional
 import cuckoo
 
 from .counted import native_only, through_files
+from .records import CsvFraming, FieldFraming, JsonlFraming
 from .sources import Source
 
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -62,21 +63,36 @@ def window_spec(window: Any) -> Optional[WindowSpec]:
     return WindowSpec(0, seconds)
 
 
+def time_framing_of(framing: Any, time_key: Any) -> Any:
+    """The framing of the field `time_key` of the records that `framing` keys (the same kind:
+    a CSV column, a JSON path, a separated field)."""
+    if isinstance(framing, CsvFraming):
+        return CsvFraming(time_key, delimiter=framing.delimiter)
+    if isinstance(framing, JsonlFraming):
+        return JsonlFraming(str(time_key))
+    if isinstance(framing, FieldFraming):
+        return FieldFraming(bytes([framing.sep]), time_key)
+    raise ValueError("cuckoo.dedup: time_key= is a field of keyed records (key= with csv=, jsonl= or sep=; "
+                     "--csv, --jsonl or -t with -k)")
+
+
 def dedup_window(sources: List[Source], out: Any, dropped: Any, block: int, threads: Optional[int],
                  report: Callable[[int, int], None], framing: Any, spec: WindowSpec, exact: bool,
-                 fpr: Optional[float], seed: Optional[int]) -> Any:
-    """cuckoo.dedup() with `window`: the native run. Returns a DedupResult."""
+                 fpr: Optional[float], seed: Optional[int], time_framing: Any = None) -> Any:
+    """cuckoo.dedup() with `window` (and, event time, the framing of the time field): the native
+    run. Returns a DedupResult."""
     native_only("windows", framing)
     if seed is None:
         seed = int.from_bytes(os.urandom(8), "little")
     rate = fpr if fpr is not None else 1e-4
     return through_files(sources, out, dropped, False,
-                         lambda s, o, d: _run(s, o, d, block, threads, report, framing, spec, exact, rate, seed))
+                         lambda s, o, d: _run(s, o, d, block, threads, report, framing, spec, exact, rate, seed,
+                                              time_framing))
 
 
 def _run(sources: List[Source], out: Any, dropped: Any, block: int, threads: Optional[int],
          report: Callable[[int, int], None], framing: Any, spec: WindowSpec, exact: bool, fpr: float,
-         seed: int) -> Any:
+         seed: int, time_framing: Any) -> Any:
     from . import engine  # (engine imports this module when a run asks for a window)
 
     sink, drop_sink = engine._as_sink(out), engine._as_sink(dropped)
@@ -89,14 +105,20 @@ def _run(sources: List[Source], out: Any, dropped: Any, block: int, threads: Opt
     start = time.perf_counter()
     ok = False
     try:
+        time_spec = None
+        if time_framing is not None:
+            if isinstance(time_framing, CsvFraming):
+                time_framing.resolve(native.header_names or [])
+            time_spec = time_framing.native_spec()
         d = native.run(cuckoo._core._dedup_window, sources, (sink, drop_sink), block,
                        threads or engine.default_threads(), None if report is engine._no_progress else report,
-                       spec.records, spec.seconds, exact, fpr, GENERATIONS, seed)
+                       spec.records, spec.seconds, exact, fpr, GENERATIONS, seed, time_framing=time_spec)
         ok = True
     finally:
         engine._finish(sink, drop_sink, ok)
     stats = {"records": spec.records or None, "seconds": spec.seconds or None, "keys": d["window_keys"],
              "memory": d["window_memory"], "peak_memory": d["window_peak_memory"], "generations": d["generations"],
-             "fpr_bound": d["fpr_bound"]}
+             "fpr_bound": d["fpr_bound"], "late": d["late"], "untimed": d["untimed"],
+             "event_time": time_framing is not None}
     return engine.DedupResult(d["lines"], d["kept"], d["bytes"], time.perf_counter() - start, exact,
                               window_stats=stats)

@@ -127,6 +127,8 @@ def approximate(args: argparse.Namespace) -> bool:
 
 
 def cmd_dedup(args: argparse.Namespace) -> int:
+    if args.time_key is not None and args.window is None:
+        raise CliError("cuckoo dedup: --time-key names the event time of a --window DURATION", EXIT_USAGE)
     if args.window is not None:
         return cmd_dedup_window(args)
     args.exact = not approximate(args)
@@ -219,12 +221,12 @@ def cmd_dedup_window(args: argparse.Namespace) -> int:
     try:
         r = dedup(sources, out, exact=exact, fpr=args.fpr, seed=args.seed, threads=args.threads,
                   block_size=args.block_size, progress=progress.update, dropped=dropped, framing=framing,
-                  window=args.window)
+                  window=args.window, time_key=args.time_key)
         ok = True
     except RecordError as exc:
         raise record_error(exc) from None
     except ValueError as exc:
-        raise CliError(f"cuckoo dedup: {_one_line(exc)}", EXIT_USAGE) from None
+        raise CliError(f"cuckoo dedup: {_one_line(exc).replace('cuckoo.dedup: ', '')}", EXIT_USAGE) from None
     finally:
         progress.done()
         finish_outputs(ok, out, dropped)
@@ -233,8 +235,10 @@ def cmd_dedup_window(args: argparse.Namespace) -> int:
                 f"in {r.seconds:.2f} s ({_si(r.lines_read / max(r.seconds, 1e-9))} lines/s)")
     mode = ("exact" if r.exact else f"approximate: a new line dropped by mistake with probability at most "
             f"{w['fpr_bound']:.2g}")
-    _note(args, f"cuckoo dedup: window of {spec.describe()}, {mode} ({w['keys']:,} keys held at the end, at most "
-                f"{_bytes(w['peak_memory'])})")
+    what = spec.describe().replace("arrival time", f"event time ({args.time_key})") if args.time_key else spec.describe()
+    kept = "".join(f", {w[k]:,} {k} records kept" for k in ("late", "untimed") if w[k])
+    _note(args, f"cuckoo dedup: window of {what}, {mode} ({w['keys']:,} keys held at the end, at most "
+                f"{_bytes(w['peak_memory'])}{kept})")
     return EXIT_OK
 
 

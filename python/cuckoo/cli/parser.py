@@ -362,6 +362,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "DURATION ago in arrival time (500ms, 30s, 10m, 24h, 7d: tail -f log | cuckoo dedup "
                         "--window 10m); memory is bounded by the keys of about one window. Exact; --approx "
                         "(or --fpr) keeps filters instead")
+    p.add_argument("--time-key", metavar="FIELD",
+                   help="with --window DURATION and keyed records (--csv, --jsonl, -t): the field holding each "
+                        "record's event time (epoch seconds, or ISO 8601 such as 2026-11-29T10:00:00Z); a "
+                        "record is dropped when its key occurred less than DURATION apart in event time. Late "
+                        "records (behind the largest time seen by more than DURATION) and records without a "
+                        "time are kept and counted")
     p.add_argument("-z", "--zero-terminated", action="store_true",
                    help="records end at a NUL byte, not a newline, as in sort -z and uniq -z "
                         "(find -print0 | cuckoo dedup -z); a record's key is the record without its NUL")
