@@ -14,12 +14,15 @@ Every tool runs in a fresh process, rounds interleave them; min and median wall 
 largest peak RSS are printed (/usr/bin/time -v). Outputs are checked: `-c` against `uniq -c`
 (the same count for every line) and in the order of `--exact`'s output; `-d`/`-u` against
 `uniq -d`/`-u` (the same set of lines); `--keep last` against pandas' `drop_duplicates(keep=
-"last")` (the same lines in the same order); `-z` against `--exact` on the newline file.
+"last")` (the same lines in the same order); `-z` against `--exact` on the newline file;
+`--window N` (N = a tenth of the lines; no peer does windowed dedup of a file) against a deque of
+the last N lines, its peak RSS beside `--exact`'s over N distinct lines of the same form.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import os
 import shutil
 import sys
@@ -99,6 +102,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         nul = os.path.join(tmp, "hex.nul")
         with open(src, "rb") as f, open(nul, "wb") as g:
             g.write(f.read().replace(b"\n", b"\0"))
+        # The window's memory target: a count window of `window` records over the input against
+        # --exact over `window` distinct lines of the same form.
+        window = max(args.lines // 10, 1)
+        distinct = os.path.join(tmp, "distinct.txt")
+        hex_input(distinct, window, 1 << 60, args.seed + 1)
         size = os.path.getsize(src)
         out = lambda name: os.path.join(tmp, name + ".out")  # noqa: E731
         cuckoo = cuckoo_command() + ["dedup", "-q"]
@@ -115,6 +123,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             ("keep last", "cuckoo --keep last", cuckoo + ["--keep", "last", src, "-o", out("last")], out("last")),
             ("-z", "cuckoo -z", cuckoo + ["-z", nul, "-o", out("z")], out("z")),
             ("-z", "sort -zu", sh(f"sort -zu '{nul}' > '{out('sort-zu')}'"), out("sort-zu")),
+            ("window", f"cuckoo --window {window}", cuckoo + ["--window", str(window), src, "-o", out("w")], out("w")),
+            ("window", f"--exact, {window} keys", cuckoo + ["--exact", distinct, "-o", out("wx")], out("wx")),
         ]
         if have("pandas"):
             tools.insert(3, ("count", "pandas value_counts", [sys.executable, "-c", PANDAS_SCRIPT, "count", src,
@@ -159,6 +169,18 @@ def main(argv: Optional[List[str]] = None) -> int:
             good = f.read().split(b"\0")[:-1] == exact
         checks["cuckoo -z"] = f"= --exact on the newline file: {good}"
         ok &= good
+        with open(src, "rb") as f:
+            last: collections.deque = collections.deque(maxlen=window)
+            want = []
+            for line in f:
+                if line not in last:
+                    want.append(line)
+                last.append(line)
+        with open(out("w"), "rb") as f:
+            good = f.read() == b"".join(want)
+        checks[f"cuckoo --window {window}"] = f"= a deque of the last {window:,}: {good}"
+        ok &= good
+        del want, last
         print(f"\ninput: {size / 2**20:.0f} MiB, {len(exact):,} distinct lines")
         print(f"  {'job':<10}{'tool':<22}{'min s':>8}{'median s':>10}{'peak RSS MiB':>14}  output")
         for job, name, _, _ in tools:
@@ -176,6 +198,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                 if peer in best:
                     print(f"  {ours_name} / {peer}: wall {best[ours_name] / best[peer]:.2f}x, peak RSS "
                           f"{rss[ours_name] / rss[peer]:.2f}x")
+        name = f"cuckoo --window {window}"
+        print(f"  {name}: peak RSS {rss[name] / rss[f'--exact, {window} keys']:.2f}x that of --exact over {window:,} "
+              f"distinct lines (target <= 1); wall {best[name] / best['cuckoo --exact']:.2f}x --exact's over the input")
         print(f"\nload average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         return 0 if ok else 1
     finally:
