@@ -267,6 +267,23 @@ def test_allocation_failure_in_keyed_records_raises_memoryerror_and_records_only
     assert n > 6, n  # (the sweep reached the pipeline's keyed buffers, not only the table or store)
 
 
+@pytest.mark.parametrize("how,threads", [(dict(count=True), 1), (dict(count=True, keep="last"), 2),
+                                         (dict(repeated=True, memory=1 << 16), 2), (dict(window=300), 1),
+                                         (dict(window=300, exact=False, seed=5), 2), (dict(window="1h"), 2)])
+def test_allocation_failure_with_counts_and_windows_raises_memoryerror(tmp_path, infile, how, threads):
+    """The sweep over the counted runs (their key sets with values, pick lists, count arrays, the
+    formatted output; several hash ranges under 64 KiB) and the windowed ones (the window's
+    generations, the verdict and time arrays): each failure a MemoryError and no output file (it
+    is written whole or not at all); then the output of a run without faults."""
+    clean = tmp_path / "clean.txt"
+    cuckoo.dedup(str(infile), clean, threads=threads, block_size=1 << 14, **how)
+    want = clean.read_bytes().splitlines(keepends=True)
+    n, out = sweep_allocations(tmp_path, want, lambda d, out: cuckoo.dedup(str(infile), out, threads=threads,
+                                                                             block_size=1 << 14, **how))
+    assert out.read_bytes() == b"".join(want)
+    assert n > 4, n  # (the sweep reached the pipeline's buffers)
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 def test_a_failed_write_of_the_store_that_keys_moved_to_raises_and_leaves_a_prefix(tmp_path, infile, threads):
     """Input read once whose keys passed --memory goes on in a store on an anonymous file: each of

@@ -12,7 +12,10 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <deque>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <random>
 #include <set>
@@ -53,10 +56,10 @@ std::string read_file(const std::string& path) {
     return out;
 }
 
-// The model: (kept output, dropped output) of first-occurrence dedup over inputs read as one.
-std::pair<std::string, std::string> model(const std::vector<std::string>& inputs) {
-    std::set<std::string> seen;
-    std::string kept, dropped;
+// The records of the inputs read as one: (text as written, key); a last line without '\n' gets
+// one when more input follows.
+std::vector<std::pair<std::string, std::string>> records_of(const std::vector<std::string>& inputs) {
+    std::vector<std::pair<std::string, std::string>> out;
     for (size_t i = 0; i < inputs.size(); ++i) {
         const std::string& d = inputs[i];
         size_t pos = 0;
@@ -64,14 +67,22 @@ std::pair<std::string, std::string> model(const std::vector<std::string>& inputs
             size_t e = d.find('\n', pos);
             const bool open = e == std::string::npos;
             std::string line = open ? d.substr(pos) : d.substr(pos, e + 1 - pos);
-            if (open && i + 1 < inputs.size()) line += '\n';  // more input follows
+            if (open && i + 1 < inputs.size()) line += '\n';
             std::string key = line;
             if (!key.empty() && key.back() == '\n') key.pop_back();
             if (!key.empty() && key.back() == '\r') key.pop_back();
-            (seen.insert(key).second ? kept : dropped) += line;
+            out.emplace_back(line, key);
             pos = open ? d.size() : e + 1;
         }
     }
+    return out;
+}
+
+// The model: (kept output, dropped output) of first-occurrence dedup over inputs read as one.
+std::pair<std::string, std::string> model(const std::vector<std::string>& inputs) {
+    std::set<std::string> seen;
+    std::string kept, dropped;
+    for (const auto& [line, key] : records_of(inputs)) (seen.insert(key).second ? kept : dropped) += line;
     return {kept, dropped};
 }
 
@@ -305,6 +316,104 @@ TEST_CASE(exact_passes_equal_the_model_at_every_budget) {
                 if (budget >= (uint64_t(1) << 30)) CHECK_EQ(info.passes, 1u);
                 if (budget < 4000 && want.first.size() > 2000) CHECK(info.passes > 1);
             }
+        }
+    }
+}
+
+// with_counts (--count, -d, -u, --keep last) against a model over std::map counts: every
+// selection, keep first and last, with and without the counts written, budgets that make the
+// keys split into hash ranges (their bits and count files, and the last pass), 1 and 3 threads
+// (two lanes on a helper thread: this test runs under ThreadSanitizer in CI).
+TEST_CASE(counted_runs_equal_a_counting_model) {
+    std::mt19937_64 rng(23);
+    for (int trial = 0; trial < 12; ++trial) {
+        const auto [data, paths] = random_inputs(rng, 400, "cin");
+        const auto recs = records_of(data);
+        std::map<std::string, uint64_t> count, first, last;
+        for (size_t k = 0; k < recs.size(); ++k) {
+            const std::string& key = recs[k].second;
+            if (!count[key]++) first[key] = k;
+            last[key] = k;
+        }
+        for (uint64_t budget : {uint64_t(1) << 30, uint64_t(3000)}) {
+            for (unsigned threads : {1u, 3u}) {
+                cuckoo::dedup::CountOptions how;
+                how.keep_last = rng() % 2;
+                const unsigned selection = static_cast<unsigned>(rng() % 3);  // all, repeated, unique
+                how.min_count = selection == 1 ? 2 : 1;
+                how.max_count = selection == 2 ? 1 : ~uint64_t(0);
+                how.write_counts = rng() % 2;
+                std::string want_out, want_dropped;
+                for (size_t k = 0; k < recs.size(); ++k) {
+                    const auto& [text, key] = recs[k];
+                    const uint64_t c = count[key];
+                    const bool chosen = (how.keep_last ? last[key] : first[key]) == k && how.min_count <= c &&
+                                        c <= how.max_count;
+                    if (!chosen) {
+                        want_dropped += text;
+                    } else if (how.write_counts) {
+                        char prefix[24];
+                        std::snprintf(prefix, sizeof prefix, "%7llu ", static_cast<unsigned long long>(c));
+                        want_out += prefix + text;
+                    } else {
+                        want_out += text;
+                    }
+                }
+                cuckoo::dedup::Options opt;
+                opt.block = 1 + rng() % 300;
+                opt.threads = threads;
+                cktest::context() = "trial " + std::to_string(trial) + " budget " + std::to_string(budget) +
+                                    " threads " + std::to_string(threads) + " block " + std::to_string(opt.block);
+                auto in = open_inputs(paths);
+                const int out = open_out(temp_path("cout")), dropped = open_out(temp_path("cdropped"));
+                cuckoo::dedup::CountedRun info;
+                const auto r = cuckoo::dedup::with_counts(in, std::vector<int64_t>(in.size(), 0), out, dropped,
+                                                          cuckoo::KeyHasher{trial + 0u}, opt, how, budget, 0, nullptr,
+                                                          &info);
+                close_inputs(in);
+                ::close(out);
+                ::close(dropped);
+                CHECK(r.status == cuckoo::dedup::Status::done);
+                CHECK(read_file(temp_path("cout")) == want_out);
+                CHECK(read_file(temp_path("cdropped")) == want_dropped);
+                CHECK_EQ(info.distinct, count.size());
+                CHECK_EQ(info.passes, info.ranges == 1 ? 2u : 2 * info.ranges + 1);
+                if (budget < 4000 && count.size() > 100) CHECK(info.ranges > 1);
+            }
+        }
+    }
+}
+
+// with_window over a count window against a deque of the last N keys, 1 and 3 threads.
+TEST_CASE(a_count_window_equals_a_deque_model) {
+    std::mt19937_64 rng(29);
+    for (int trial = 0; trial < 12; ++trial) {
+        const auto [data, paths] = random_inputs(rng, 400, "win");
+        const auto recs = records_of(data);
+        const uint64_t n = 1 + rng() % 50;
+        std::deque<std::string> lastn;
+        std::string want;
+        for (const auto& [text, key] : recs) {
+            if (std::find(lastn.begin(), lastn.end(), key) == lastn.end()) want += text;
+            lastn.push_back(key);
+            if (lastn.size() > n) lastn.pop_front();
+        }
+        for (unsigned threads : {1u, 3u}) {
+            cuckoo::WindowConfig cfg;
+            cfg.records = n;
+            cfg.seed = trial;
+            cuckoo::Window w(cfg);
+            cuckoo::dedup::Options opt;
+            opt.block = 1 + rng() % 300;
+            opt.threads = threads;
+            cktest::context() = "trial " + std::to_string(trial) + " window " + std::to_string(n);
+            auto in = open_inputs(paths);
+            const int out = open_out(temp_path("wout"));
+            const auto r = cuckoo::dedup::with_window(in, out, -1, w, opt, nullptr);
+            close_inputs(in);
+            ::close(out);
+            CHECK(r.status == cuckoo::dedup::Status::done);
+            CHECK(read_file(temp_path("wout")) == want);
         }
     }
 }
