@@ -457,3 +457,38 @@ def test_exact_dedup_keeps_apart_what_pandas_keeps_apart(client):
             pdf2 = pdf.assign(j=pdf["pos"] % 2)
             got = cd.dedup(dd.from_pandas(pdf2, npartitions=npart, sort=False), ["k", "j"], shards=shards).compute()
             pd.testing.assert_frame_equal(got, pdf2.drop_duplicates(subset=["k", "j"], keep="first"))
+
+
+@pytest.mark.parametrize("column,npartitions,shards", [("k", 13, None), ("s", 7, 3), (["k", "s"], 5, 2)])
+def test_exact_dedup_keep_last_equals_pandas_and_cuckoo_dedup(client, column, npartitions, shards, tmp_path):
+    """keep="last": pandas' drop_duplicates(keep="last") of the computed frame, the rows staying in
+    their partitions; and the records `cuckoo.dedup(..., keep="last")` writes from the same CSV."""
+    keys = _repeated_keys(2_000, 50 + npartitions)
+    pdf, ddf = _frame(keys, npartitions)
+    out = cd.dedup(ddf, column, shards=shards, keep="last")
+    got = out.compute()
+    pd.testing.assert_frame_equal(got, pdf.drop_duplicates(subset=column, keep="last"))
+    if column == "k":
+        src = tmp_path / "in.csv"
+        pdf.to_csv(src, index=False)
+        dst = tmp_path / "out.csv"
+        cuckoo.dedup(str(src), str(dst), csv=True, key="k", keep="last")
+        assert pd.read_csv(dst)["pos"].tolist() == got["pos"].tolist()
+
+
+def test_exact_dedup_keep_last_with_missing_keys_and_arrays(client):
+    pdf = pd.DataFrame({"k": pd.Series([1, None, "a", float("nan"), 1, None, b"a", "a"] * 5, dtype=object),
+                        "pos": np.arange(40)})
+    with dask.config.set({"dataframe.convert-string": False}):
+        for npart, shards in ((1, None), (4, 3)):
+            got = cd.dedup(dd.from_pandas(pdf, npartitions=npart, sort=False), "k", shards=shards,
+                           keep="last").compute()
+            pd.testing.assert_frame_equal(got, pdf.drop_duplicates(subset="k", keep="last"))
+    keys = _repeated_keys(300, 7)
+    arr = da.from_array(keys, chunks=len(keys) // 4 + 1)
+    want = pd.Series(keys).drop_duplicates(keep="last").to_numpy()
+    np.testing.assert_array_equal(cd.dedup(arr, exact=True, keep="last").compute(), want)
+    with pytest.raises(ValueError, match="keep='last' needs exact=True"):
+        cd.dedup(arr, exact=False, keep="last")
+    with pytest.raises(ValueError, match="keep must be"):
+        cd.dedup(arr, keep="middle")

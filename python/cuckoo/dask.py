@@ -440,10 +440,10 @@ def _shard_of(keys: Any, shards: int) -> np.ndarray:
 _NO_NULLS: Tuple[np.ndarray, Any] = (np.zeros(0, np.int64), None)
 
 
-def _split_by_shard(part: Any, column: Optional[str], shards: int) -> List[Any]:
+def _split_by_shard(part: Any, column: Optional[str], shards: int, keep: str = "first") -> List[Any]:
     """Per shard, ``(rows, (positions, keys), (null positions, null keys))``: the partition's row
-    count and the positions and keys of its first row of each of its keys, in row order; the
-    missing keys (None, NaN, NA) go apart, to shard 0 only."""
+    count and the positions and keys of its first (`keep` "last": last) row of each of its keys,
+    in row order; the missing keys (None, NaN, NA) go apart, to shard 0 only."""
     keys = _key_series(part, column)
     rows = len(keys)
     if rows == 0:
@@ -452,7 +452,7 @@ def _split_by_shard(part: Any, column: Optional[str], shards: int) -> List[Any]:
     # dropped here, and only the candidates go to the shards (a combiner, as drop_duplicates does
     # per chunk). With keys that repeat, that is a small part of the rows.
     # Positions as int32 where they fit: 12 bytes a candidate to ship instead of 16 (int keys).
-    candidates = np.flatnonzero(~keys.duplicated(keep="first").to_numpy()).astype(np.int32 if rows < 2**31 else np.int64)
+    candidates = np.flatnonzero(~keys.duplicated(keep=keep).to_numpy()).astype(np.int32 if rows < 2**31 else np.int64)
     cand = keys.take(candidates).reset_index(drop=True)
     nulls = _NO_NULLS
     missing = cand.isna().to_numpy()
@@ -475,10 +475,11 @@ def _split_by_shard(part: Any, column: Optional[str], shards: int) -> List[Any]:
     return out
 
 
-def _shard_dedup(shard: int, *splits: List[Any]) -> List[np.ndarray]:
+def _shard_dedup(shard: int, keep: str, *splits: List[Any]) -> List[np.ndarray]:
     """Per partition, the rows this shard keeps as a packed bit mask (``np.packbits``): N/8 bytes
     for N rows, whatever the number of keys, so that every partition can take every shard's
-    answer whole (one task per partition, no per-(shard, partition) pieces in the graph)."""
+    answer whole (one task per partition, no per-(shard, partition) pieces in the graph).
+    `keep` "last": the last row of each key (the first in reverse (partition, row) order)."""
     import pandas as pd
 
     # A pure task: a new key set each time, so a retried or recomputed shard gives the same
@@ -497,7 +498,12 @@ def _shard_dedup(shard: int, *splits: List[Any]) -> List[np.ndarray]:
             null_keys.append(nkeys)
     # Any seed gives the same answer (the set is exact); a random one keeps crafted keys from
     # piling into its stash.
-    first = _first_occurrences(pieces, int.from_bytes(os.urandom(8), "big"))
+    if keep == "last":  # (the key set keeps the first it sees: it sees the rows from the end)
+        backwards = [p.take(np.arange(len(p) - 1, -1, -1)) for p in reversed(pieces)]  # (NumPy, pandas, Arrow)
+        first = _first_occurrences(backwards, int.from_bytes(os.urandom(8), "big"))
+        first = [f[::-1] for f in reversed(first)]
+    else:
+        first = _first_occurrences(pieces, int.from_bytes(os.urandom(8), "big"))
     for split, is_first in zip(splits, first):
         rows, (pos, _), _ = split[shard]
         mask = np.zeros(rows, dtype=bool)
@@ -505,8 +511,8 @@ def _shard_dedup(shard: int, *splits: List[Any]) -> List[np.ndarray]:
             mask[pos[is_first]] = True
         masks.append(mask)
     if null_keys:
-        # The first row of each missing-value key, by pandas' own rule, in (partition, row) order.
-        first = ~pd.concat(null_keys, ignore_index=True).duplicated(keep="first").to_numpy()
+        # The first (last) row of each missing-value key, by pandas' own rule, in (partition, row) order.
+        first = ~pd.concat(null_keys, ignore_index=True).duplicated(keep=keep).to_numpy()
         at = np.cumsum([0] + [len(p) for p in null_pos])
         for i, p in enumerate(null_pos):
             masks[i][p[first[at[i]:at[i + 1]]]] = True
@@ -546,7 +552,7 @@ def _default_shards(partitions: int) -> int:
     return max(1, min(partitions, 2 * workers))
 
 
-def _dedup_exact(collection: Any, column: Optional[str], shards: Optional[int]) -> Any:
+def _dedup_exact(collection: Any, column: Optional[str], shards: Optional[int], keep: str = "first") -> Any:
     parts = _partitions(collection)
     if shards is None:
         shards = _default_shards(len(parts))
@@ -558,7 +564,8 @@ def _dedup_exact(collection: Any, column: Optional[str], shards: Optional[int]) 
     # pair each way (16 partitions, 4 shards: 128 tasks more than the 36 here). On a 2-worker
     # cluster the scheduler's cost per task, not the hashing, was most of the time.
     split = [
-        dask.delayed(_split_by_shard, pure=True)(part, column, shards, dask_key_name=f"cuckoo-dedup-split-{i}-{token}")
+        dask.delayed(_split_by_shard, pure=True)(part, column, shards, keep,
+                                                 dask_key_name=f"cuckoo-dedup-split-{i}-{token}")
         for i, part in enumerate(parts)
     ]
     # Each shard reads every split, so the scheduler sees no data to place it by and put all of
@@ -569,7 +576,8 @@ def _dedup_exact(collection: Any, column: Optional[str], shards: Optional[int]) 
     decided = []
     for s in range(shards):
         with dask.annotate(**({"workers": [workers[s % len(workers)]], "allow_other_workers": True} if workers else {})):
-            decided.append(dask.delayed(_shard_dedup, pure=True)(s, *split, dask_key_name=f"cuckoo-dedup-shard-{s}-{token}"))
+            decided.append(dask.delayed(_shard_dedup, pure=True)(s, keep, *split,
+                                                                 dask_key_name=f"cuckoo-dedup-shard-{s}-{token}"))
     kept = [
         dask.delayed(_keep_rows, pure=True)(part, i, *decided, dask_key_name=f"cuckoo-dedup-keep-{i}-{token}")
         for i, part in enumerate(parts)
@@ -588,6 +596,7 @@ def dedup(
     *,
     exact: Optional[bool] = None,
     shards: Optional[int] = None,
+    keep: str = "first",
     **filter_kwargs: Any,
 ) -> Any:
     """Drop every row whose key appeared earlier, in partition order (then row order): a lazy
@@ -620,7 +629,14 @@ def dedup(
     (partition, row) order, in parallel with the others; each partition then keeps the rows its
     shards found new. Keys cross between workers, rows never do. ``fpr``, ``capacity``, ``seed``
     and filter arguments are for the filter path and are refused here.
+
+    ``keep="last"`` (exact only): each key's last row instead of its first, in partition and row
+    order: pandas' ``drop_duplicates(subset=column, keep="last")``, and the records
+    ``cuckoo dedup --keep last`` writes. Each partition sends its last row of each key; each shard
+    reads its pieces from the last partition back.
     """
+    if keep not in ("first", "last"):
+        raise ValueError(f"keep must be 'first' or 'last', not {keep!r}")
     if exact is not None and not isinstance(exact, bool):
         raise TypeError(f"exact must be a bool, not {type(exact).__name__}")
     filter_asked = fpr is not None or capacity is not None or seed is not None or bool(filter_kwargs)
@@ -644,7 +660,9 @@ def dedup(
     if exact:
         if filter_asked:
             raise ValueError("exact=True uses an exact key set per shard: fpr, capacity, seed and filter arguments do not apply")
-        return _dedup_exact(collection, column, shards)
+        return _dedup_exact(collection, column, shards, keep)
+    if keep != "first":
+        raise ValueError("keep='last' needs exact=True (a filter only knows what it has seen so far)")
     if shards is not None:
         raise ValueError("shards=... is for exact=True")
     total = _total_length(keys) if capacity is None else 0
