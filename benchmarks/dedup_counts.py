@@ -169,13 +169,18 @@ def main(argv: Optional[List[str]] = None) -> int:
             good = f.read().split(b"\0")[:-1] == exact
         checks["cuckoo -z"] = f"= --exact on the newline file: {good}"
         ok &= good
-        with open(src, "rb") as f:
-            last: collections.deque = collections.deque(maxlen=window)
+        with open(src, "rb") as f:  # (the deque's keys counted, so that a lookup is O(1))
+            last: collections.deque = collections.deque()
+            held: collections.Counter = collections.Counter()
             want = []
             for line in f:
-                if line not in last:
+                if not held[line]:
                     want.append(line)
                 last.append(line)
+                held[line] += 1
+                if len(last) > window:
+                    old = last.popleft()
+                    held[old] -= 1
         with open(out("w"), "rb") as f:
             good = f.read() == b"".join(want)
         checks[f"cuckoo --window {window}"] = f"= a deque of the last {window:,}: {good}"
