@@ -119,6 +119,7 @@ public:
     template <class KeyOf, class Stop>
     uint64_t see_many(uint64_t n, KeyOf&& key_of, const uint64_t* hashes, const double* times, WindowVerdict* out,
                       Stop&& should_stop) {
+        if (count_ && cfg_.exact) return see_many_counted(n, key_of, hashes, out, should_stop);
         if (!count_)
             for (uint64_t j = 0; j < n; ++j) check_time(times[j]);  // all before the first change
         for (uint64_t j = 0; j < std::min<uint64_t>(n, kAhead); ++j) prefetch(hashes[j]);
@@ -129,6 +130,61 @@ public:
         }
         return n;
     }
+    // see_many of an exact count window, in two phases a chunk of records at a time. A record's
+    // verdict needs the last occurrence of its key, which is in the newest generation that has it.
+    // 1. The generations complete when the chunk starts (they take no record during it) are
+    //    probed for every key of the chunk, one generation at a time, newest first, through the
+    //    key set's prefetch pipeline (KeySet::find_values): the key's last position there, if any.
+    // 2. Record by record in order: the generations that take records during the chunk (the newest
+    //    at its start, and those it starts) are probed as see_count probes them; a key found
+    //    there has its last occurrence there, else phase 1's position stands (still valid when its
+    //    generation expired since: then it is older than the window anyway). Then it is recorded.
+    // The answers are see_count's. The one-record loop spent 72% of its time waiting on the bucket
+    // loads of find_ref (perf): a new key probes every generation, g misses, too many to prefetch
+    // 8 records ahead. Measured (AMD EPYC, 2 vCPUs, load ~3), `cuckoo dedup --window 1000000` over
+    // 10^7 hex lines (4.3*10^6 distinct), 2 alternating runs: 10.2-10.9 s -> 4.2 s, the same output.
+    template <class KeyOf, class Stop>
+    uint64_t see_many_counted(uint64_t n, KeyOf&& key_of, const uint64_t* hashes, WindowVerdict* out,
+                              Stop&& should_stop) {
+        constexpr uint64_t kChunk = 4096;
+        if (batch_last_.size() < kChunk) {  // (before any change: bad_alloc leaves the window as it was)
+            batch_last_.resize(kChunk);
+            batch_picked_.resize(kChunk);
+        }
+        uint64_t* const last = batch_last_.data();  // 1 + the key's last position in a complete generation (0: none)
+        uint32_t* const picked = batch_picked_.data();  // the chunk's records not found yet (indexes into it)
+        for (uint64_t at = 0; at < n; at += kChunk) {
+            if (at && should_stop()) return at;
+            const uint64_t m = std::min(kChunk, n - at);
+            // The generations that are complete now: all but a newest one with room left.
+            const bool newest_open = !gens_.empty() && gens_.back().size < gen_records_;
+            const size_t complete = gens_.size() - (newest_open ? 1 : 0);
+            const uint64_t boundary = complete ? gens_[complete - 1].first + gens_[complete - 1].size : 0;
+            std::fill(last, last + m, uint64_t(0));
+            uint32_t left = static_cast<uint32_t>(m);
+            for (uint32_t k = 0; k < left; ++k) picked[k] = k;
+            for (size_t gi = complete; gi-- > 0 && left;) {
+                Generation& g = gens_[gi];
+                if (g.first + g.size + cfg_.records <= records_) break;  // (older ones only hold expired records)
+                g.set->find_values(left, picked, [&](uint32_t k) { return key_of(at + k); }, hashes + at,
+                                   [&](uint32_t k, unsigned char* v) {
+                                       if (!v) return;
+                                       uint32_t pos;
+                                       std::memcpy(&pos, v, 4);
+                                       last[k] = g.first + pos + 1;
+                                   });
+                uint32_t still = 0;  // (those not found go on to the next older generation)
+                for (uint32_t t = 0; t < left; ++t) {
+                    picked[still] = picked[t];
+                    still += last[picked[t]] == 0;
+                }
+                left = still;
+            }
+            for (uint64_t k = 0; k < m; ++k) out[at + k] = see_after(key_of(at + k), hashes[at + k], last[k], boundary);
+        }
+        return n;
+    }
+
     // Prefetches the buckets of a hash in every live generation (a hint: generations that come
     // or go before its key's turn only waste the prefetch).
     void prefetch(uint64_t h) const noexcept {
@@ -158,7 +214,8 @@ public:
     }
     // Memory allocated (KeySet::reserved_bytes: arena chunks whole).
     uint64_t memory_bytes() const noexcept {
-        uint64_t n = sizeof(*this) + gens_.capacity() * sizeof(Generation);
+        uint64_t n = sizeof(*this) + gens_.capacity() * sizeof(Generation) + batch_last_.capacity() * 8 +
+                     batch_picked_.capacity() * 4;
         for (const Generation& g : gens_) n += g.memory_bytes();
         return n;
     }
@@ -228,6 +285,25 @@ private:
         return f.insert_unique_hash(h, was_new);
     }
 
+    // see_count for a record whose key's last position in the generations that end at or before
+    // `boundary` is known: last_before (1 + it; 0: none there). Only the newer generations are
+    // probed.
+    WindowVerdict see_after(KeySpan key, uint64_t h, uint64_t last_before, uint64_t boundary) {
+        const uint64_t i = records_;
+        const uint64_t n = cfg_.records;
+        while (!gens_.empty() && gens_.front().first + gens_.front().size + n <= i) expire_front();
+        bool dup = last_before && last_before - 1 + n >= i;
+        for (auto g = gens_.rbegin(); g != gens_.rend() && g->first >= boundary; ++g) {
+            const unsigned char* v = g->set->find_value(key, h);
+            if (!v) continue;
+            uint32_t at;
+            std::memcpy(&at, v, 4);
+            dup = g->first + at + n >= i;  // (newer than any before the boundary)
+            break;
+        }
+        return record_count(key, h, i, dup);
+    }
+
     WindowVerdict see_count(KeySpan key, uint64_t h) {
         const uint64_t i = records_;
         const uint64_t n = cfg_.records;
@@ -249,7 +325,10 @@ private:
                 break;
             }
         }
-        // Record it in the newest generation, a new one when that is full.
+        return record_count(key, h, i, dup);
+    }
+    // Records record i (its verdict `dup`) in the newest generation, a new one when that is full.
+    WindowVerdict record_count(KeySpan key, uint64_t h, uint64_t i, bool dup) {
         if (gens_.empty() || gens_.back().size == gen_records_) new_count_generation(i);
         Generation& g = gens_.back();
         if (g.set) {
@@ -349,6 +428,8 @@ private:
     unsigned spans_ = 1;        // generations one window's state spans
     double filter_fpr_ = 0;
     std::vector<Generation> gens_;  // oldest first (count: by position; time: by slice)
+    std::vector<uint64_t> batch_last_;   // see_many_counted's chunk state (kept from call to call)
+    std::vector<uint32_t> batch_picked_;
     uint64_t records_ = 0, duplicates_ = 0, late_ = 0;
     double max_time_ = 0;
     bool have_time_ = false;
