@@ -1,7 +1,6 @@
 // cuckoo._core.Filter: argument checking, key conversion, locking and GIL handling around the
 // core. No algorithm lives here.
 #include "filter_binding.hpp"
-#include "filter_bulk.hpp"
 
 #include <pybind11/numpy.h>
 

@@ -4,9 +4,11 @@
 #pragma once
 
 #include <pybind11/pybind11.h>
+#include <pybind11/numpy.h>
 
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "cuckoo/staged.hpp"
 #include "shared.hpp"
@@ -65,6 +67,19 @@ void register_dedup(FilterClass& cls);  // _dedup, the native dedup pipeline (de
 void register_dedup_exact(py::module_& m);  // _dedup_exact, its exact path (dedup_binding.cpp)
 void register_json_keys(py::module_& m);    // _json_key: test hook of the JSONL framing (record_keys_binding.cpp)
 void register_csv_fields(py::module_& m);   // test hooks of the CSV and field framings (record_keys_binding.cpp)
+
+// The bulk calls (filter_bulk_binding.cpp; their loops: filter_bulk.hpp).
+struct KeyBatch;
+// A bool array, whether each key is (maybe) present.
+py::array_t<bool> contains_many(const PyFilter& self, const py::handle& keys);
+// count(key) for each key, saturating at 255.
+py::array_t<uint8_t> count_many(const PyFilter& self, const py::handle& keys);
+// Discards each key in order; True where a copy was removed.
+py::array_t<bool> discard_many(PyFilter& self, const py::handle& keys);
+// Inserts every batch in order and returns the number of keys handled; raises FilterFullError
+// at the first key that finds no room. `was_new` (may be null): see cuckoo::Filter::insert_batch.
+uint64_t insert_batches(PyFilter& self, const std::vector<KeyBatch>& batches, cuckoo::Filter::InsertMode mode,
+                        bool* was_new);
 
 // Why the last insert into `f` failed, as the start of a FilterFullError message, and its
 // `reason` attribute.
