@@ -11,7 +11,7 @@
 
 namespace cuckoo_py {
 
-// threading.main_thread().ident, set once when the module loads (init_signal_check, shared.hpp):
+// threading.main_thread().ident, set once when the module loads (init_signal_check, module.cpp):
 // only the main thread runs Python's signal handlers.
 inline unsigned long main_thread_ident = 0;
 
