@@ -123,7 +123,7 @@ inline DedupCall dedup_call(const py::list& inputs, int out_fd, int dropped_fd, 
     c.opt.block = static_cast<size_t>(block);
     c.opt.threads = threads;
     c.opt.max_key = max_key;
-    c.opt.tick_every = kSignalCheckInterval;  // the interrupt check's interval (shared.hpp)
+    c.opt.tick_every = kSignalCheckInterval;  // the interrupt check's interval (signal_check.hpp)
     return c;
 }
 

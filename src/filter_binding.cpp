@@ -1,7 +1,6 @@
 // cuckoo._core.Filter: argument checking, key conversion, locking and GIL handling around the
 // core. No algorithm lives here.
 #include "filter_binding.hpp"
-#include "filter_bulk.hpp"
 
 #include <pybind11/numpy.h>
 
@@ -300,12 +299,22 @@ bool equal(const PyFilter& a, const PyFilter& b) {
 
 }  // namespace
 
+void set_python_error_from_exception() {
+    try {
+        throw;
+    } catch (py::error_already_set& e) {
+        e.restore();
+    } catch (...) {
+        py::detail::try_translate_exceptions();  // the module's translators, then pybind11's
+    }
+}
+
 [[noreturn]] void raise_full(const cuckoo::StagedFilter& f) {
     const auto why = failure_text(f);
     raise_filter_full("filter is full: " + why.first + "; the filter is unchanged", 0, why.second);
 }
 
-PyFilter* filter_of(PyObject* self) {
+FilterState* filter_of(PyObject* self) {
     auto* inst = reinterpret_cast<py::detail::instance*>(self);
     // pybind11's own fast path (get_value_and_holder): one bound type in the instance's bases keeps
     // the value pointer and the holder's state inline. A scalar call asks on every key, and the
@@ -360,7 +369,8 @@ Keys are int (64-bit, signed or unsigned), bytes, or str (hashed as UTF-8).
             py::arg("max_kicks") = kDefaultMaxKicks, py::arg("seed") = 0, py::arg("growable") = false,
             py::arg("hash_algorithm") = "xxh3", py::arg("semi_sort") = false, py::arg("expansion") = py::none());
 
-    register_scalar_calls(cls);  // add, add_unique, discard, remove, count, __contains__, `in`
+    // add, add_unique, discard, remove, count, __contains__, `in`
+    if (!register_scalar_calls(reinterpret_cast<PyTypeObject*>(cls.ptr()))) throw py::error_already_set();
     cls.def("__len__", [](const PyFilter& self) { ReadLock lock(self); return self.core.size(); });
     cls.def("clear", [](PyFilter& self) {
         WriteLock lock(self);

@@ -1,33 +1,31 @@
-// The Python object behind cuckoo.Filter: the core filter plus the lock that serialises writers
-// against readers (Guarded, shared.hpp). Bulk calls release the GIL, so two threads can be inside
-// one filter at once; reads share the lock, writes hold it alone.
+// The Python object behind cuckoo.Filter (PyFilter: FilterState, filter_state.hpp, and its Python
+// parts) and the functions that bind it.
 #pragma once
 
 #include <pybind11/pybind11.h>
+#include <pybind11/numpy.h>
 
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "cuckoo/staged.hpp"
+#include "filter_state.hpp"
 #include "shared.hpp"
 
 namespace cuckoo_py {
 
 namespace py = pybind11;
 
-struct PyFilter : Guarded {
-    explicit PyFilter(cuckoo::StagedFilter f) : core(std::move(f)), hasher(core.hasher()) {}
-    PyFilter(const PyFilter& other) : core(other.core), hasher(other.hasher) {}
+// FilterState (filter_state.hpp) and the Python object the filter's table may live in.
+struct PyFilter : FilterState {
+    explicit PyFilter(cuckoo::StagedFilter f) : FilterState(std::move(f)) {}
+    // A copy owns its table: nothing to keep alive.
+    PyFilter(const PyFilter& other) : FilterState(other) {}
     // Moves the table: without it, returning a new filter by value (the constructor, copy(),
     // |) would copy the table once more and briefly need twice its memory.
-    PyFilter(PyFilter&& other) noexcept
-        : core(std::move(other.core)), hasher(other.hasher), backing(std::move(other.backing)) {}
+    PyFilter(PyFilter&& other) noexcept : FilterState(std::move(other)), backing(std::move(other.backing)) {}
 
-    cuckoo::StagedFilter core;
-    // The key hasher (it depends only on the seed, which never changes), kept outside `core` so
-    // that keys can be hashed without the lock: core.hasher() reads the stage vector, which a
-    // writer in another thread may be reallocating (a growable filter growing, a merge).
-    const cuckoo::KeyHasher hasher;
     // What a read-only table view points into (an mmap object), kept alive with the filter.
     py::object backing;
 };
@@ -51,20 +49,27 @@ namespace cuckoo_py {
 
 using FilterClass = py::class_<PyFilter>;
 
-// The filter behind a Filter object; nullptr with a TypeError set for an object made by
-// Filter.__new__ without __init__.
-PyFilter* filter_of(PyObject* self);
-// Raises FilterFullError for a scalar insert that found no room (the filter is unchanged).
-[[noreturn]] void raise_full(const cuckoo::StagedFilter& f);
 
 // Creates cuckoo._core.Filter; the register_* functions below add one concern each.
 void register_filter(py::module_& m);
-void register_scalar_calls(FilterClass& cls);  // scalar_calls.cpp
 void register_persistence(FilterClass& cls);  // to_bytes, from_bytes, save/load support (format_binding.cpp)
 void register_dedup(FilterClass& cls);  // _dedup, the native dedup pipeline (dedup_binding.cpp)
 void register_dedup_exact(py::module_& m);  // _dedup_exact, its exact path (dedup_binding.cpp)
 void register_json_keys(py::module_& m);    // _json_key: test hook of the JSONL framing (record_keys_binding.cpp)
 void register_csv_fields(py::module_& m);   // test hooks of the CSV and field framings (record_keys_binding.cpp)
+
+// The bulk calls (filter_bulk_binding.cpp; their loops: filter_bulk.hpp).
+struct KeyBatch;
+// A bool array, whether each key is (maybe) present.
+py::array_t<bool> contains_many(const PyFilter& self, const py::handle& keys);
+// count(key) for each key, saturating at 255.
+py::array_t<uint8_t> count_many(const PyFilter& self, const py::handle& keys);
+// Discards each key in order; True where a copy was removed.
+py::array_t<bool> discard_many(PyFilter& self, const py::handle& keys);
+// Inserts every batch in order and returns the number of keys handled; raises FilterFullError
+// at the first key that finds no room. `was_new` (may be null): see cuckoo::Filter::insert_batch.
+uint64_t insert_batches(PyFilter& self, const std::vector<KeyBatch>& batches, cuckoo::Filter::InsertMode mode,
+                        bool* was_new);
 
 // Why the last insert into `f` failed, as the start of a FilterFullError message, and its
 // `reason` attribute.

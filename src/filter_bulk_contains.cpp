@@ -1,12 +1,11 @@
-// Filter.contains_many: the batch lookup for every key layout (see filter_bulk.hpp).
+// Filter.contains_many's loop for every key layout (see filter_bulk.hpp).
 #include "filter_bulk.hpp"
 
 namespace cuckoo_py {
 
-py::array_t<bool> contains_many(const PyFilter& self, const py::handle& keys) {
-    return read_many<bool>(self, keys, [&](uint64_t n, auto& hash_at, bool* out, SignalCheck& stop) {
-        return self.core.contains_batch(n, hash_at, out, stop);
-    });
+uint64_t contains_keys(const cuckoo::StagedFilter& f, const cuckoo::KeyHasher& hasher, const KeyLayout& keys, bool* out,
+                       SignalCheck& stop) {
+    return with_hasher(hasher, keys, [&](auto hash_at) { return f.contains_batch(keys.size, hash_at, out, stop); });
 }
 
 }  // namespace cuckoo_py

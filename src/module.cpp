@@ -87,6 +87,29 @@ void register_cpu_level(py::module_& m) {
     });
 }
 
+// Sets main_thread_ident (signal_check.hpp); called by the module's init function (not from a
+// static initialiser: it imports a module).
+void init_signal_check() {
+    main_thread_ident = py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
+}
+
+// SignalCheck's GIL-taking half (signal_check.hpp): here, compiled once, rather than inline in
+// every bulk loop unit, which then needs no pybind11.
+bool SignalCheck::look() {
+    {
+        py::gil_scoped_acquire gil;
+        ++signal_checks_taken;
+        interrupted_ = PyErr_CheckSignals() != 0;
+    }
+    // From after the GIL came back: the wait for it is not work time.
+    next_look_ = std::chrono::steady_clock::now() + kSignalCheckInterval;
+    return interrupted_;
+}
+
+void SignalCheck::raise_if_interrupted() const {
+    if (interrupted_) throw py::error_already_set();
+}
+
 }  // namespace cuckoo_py
 
 PYBIND11_MODULE(_core, m) {

@@ -14,9 +14,13 @@
 // exceptions turned into Python ones by the module's translators (ReadOnlyError, ...). Each call
 // is a small struct saying which lock it needs and what it does with the key's hash. The GIL
 // stays held: one key's work is far shorter than releasing and re-taking it.
-#include "filter_binding.hpp"
-
-#include "keys.hpp"
+//
+// This unit includes no pybind11 (it would compile pybind11's inline code for nothing, ~4-5
+// CPU-s): the filter's state, the key hashing and the locks come from C-API-only headers, and
+// what needs pybind11 (the filter behind an object, exception translation) is called out of
+// line, in filter_binding.cpp.
+#include "filter_state.hpp"
+#include "key_objects.hpp"
 
 namespace cuckoo_py {
 
@@ -31,7 +35,7 @@ struct Add {
     static constexpr const char* doc =
         "add($self, key)\n--\n\nAdd key (a multiset: adding twice stores it twice). Raises FilterFullError if no room is "
         "found; the filter is then unchanged.";
-    static PyObject* run(PyFilter& f, uint64_t h, PyObject*) {
+    static PyObject* run(FilterState& f, uint64_t h, PyObject*) {
         if (!f.core.insert_hash(h)) raise_full(f.core);
         Py_RETURN_NONE;
     }
@@ -43,7 +47,7 @@ struct AddUnique {
     static constexpr const char* doc =
         "add_unique($self, key)\n--\n\nAdd key unless it is (maybe) present. Returns True if it was added. A false "
         "positive makes it return False for a new key.";
-    static PyObject* run(PyFilter& f, uint64_t h, PyObject*) {
+    static PyObject* run(FilterState& f, uint64_t h, PyObject*) {
         bool was_new = false;
         if (!f.core.insert_unique_hash(h, was_new)) raise_full(f.core);
         return PyBool_FromLong(was_new);
@@ -58,14 +62,14 @@ struct Discard {
         "keys that were added: removing an absent key that is a false positive deletes another key's fingerprint. In a "
         "grown filter the copy is taken from the latest stage that matches, which is always safe; only a grown filter "
         "saved by an earlier release may refuse (False) a key that matches in two of its own stages.";
-    static PyObject* run(PyFilter& f, uint64_t h, PyObject*) { return PyBool_FromLong(f.core.erase_hash(h)); }
+    static PyObject* run(FilterState& f, uint64_t h, PyObject*) { return PyBool_FromLong(f.core.erase_hash(h)); }
 };
 
 struct Remove {
     static constexpr bool writes = true;
     static constexpr const char* name = "remove";
     static constexpr const char* doc = "remove($self, key)\n--\n\nRemove one copy of key; raises KeyError if it is absent.";
-    static PyObject* run(PyFilter& f, uint64_t h, PyObject* key) {
+    static PyObject* run(FilterState& f, uint64_t h, PyObject* key) {
         if (f.core.erase_hash(h)) Py_RETURN_NONE;
         PyErr_SetObject(PyExc_KeyError, key);  // like set.remove: the key itself
         return nullptr;
@@ -76,7 +80,7 @@ struct Contains {
     static constexpr bool writes = false;
     static constexpr const char* name = "__contains__";
     static constexpr const char* doc = "__contains__($self, key)\n--\n\nWhether key is (maybe) present: `key in f`.";
-    static PyObject* run(PyFilter& f, uint64_t h, PyObject*) { return PyBool_FromLong(f.core.contains_hash(h)); }
+    static PyObject* run(FilterState& f, uint64_t h, PyObject*) { return PyBool_FromLong(f.core.contains_hash(h)); }
 };
 
 struct Count {
@@ -85,7 +89,7 @@ struct Count {
     static constexpr const char* doc =
         "count($self, key)\n--\n\nCopies of key's fingerprint in its two buckets: at least the times key was added and "
         "not removed.";
-    static PyObject* run(PyFilter& f, uint64_t h, PyObject*) {
+    static PyObject* run(FilterState& f, uint64_t h, PyObject*) {
         return PyLong_FromUnsignedLongLong(f.core.count_hash(h));
     }
 };
@@ -94,7 +98,7 @@ struct Count {
 // descriptor has checked the type).
 template <class Op>
 PyObject* call_with_key(PyObject* self, PyObject* key) {
-    PyFilter* f = filter_of(self);
+    FilterState* f = filter_of(self);
     if (!f) return nullptr;
     uint64_t h;
     if (!hash_object(f->hasher, key, h)) return nullptr;
@@ -109,10 +113,8 @@ PyObject* call_with_key(PyObject* self, PyObject* key) {
             ReadLock lock(*f);
             return Op::run(*f, h, key);
         }
-    } catch (py::error_already_set& e) {
-        e.restore();
     } catch (...) {
-        py::detail::try_translate_exceptions();  // the module's translators, then pybind11's
+        set_python_error_from_exception();  // a FilterFullError, ReadOnlyError, MemoryError, ...
     }
     return nullptr;
 }
@@ -159,15 +161,16 @@ PyMethodDef method_def() {
 
 }  // namespace
 
-void register_scalar_calls(FilterClass& cls) {
+bool register_scalar_calls(PyTypeObject* type) {
     // The descriptors keep pointers to these definitions for the life of the type.
     static PyMethodDef defs[] = {method_def<Add>(), method_def<AddUnique>(), method_def<Discard>(),
                                  method_def<Remove>(), method_def<Contains>(), method_def<Count>()};
-    auto* type = reinterpret_cast<PyTypeObject*>(cls.ptr());
     for (PyMethodDef& def : defs) {
-        py::object descriptor = py::reinterpret_steal<py::object>(PyDescr_NewMethod(type, &def));
-        if (!descriptor) throw py::error_already_set();
-        cls.attr(def.ml_name) = descriptor;
+        PyObject* descriptor = PyDescr_NewMethod(type, &def);
+        if (!descriptor) return false;
+        const int failed = PyObject_SetAttrString(reinterpret_cast<PyObject*>(type), def.ml_name, descriptor);
+        Py_DECREF(descriptor);
+        if (failed) return false;
     }
     // Setting __contains__ made CPython point the slot at its generic wrapper (a method lookup
     // and call per `in`): point it at the direct function instead.
@@ -175,6 +178,7 @@ void register_scalar_calls(FilterClass& cls) {
     heap_type->as_sequence.sq_contains = &contains_slot;
     type->tp_as_sequence = &heap_type->as_sequence;
     PyType_Modified(type);
+    return true;
 }
 
 }  // namespace cuckoo_py

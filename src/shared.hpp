@@ -1,7 +1,8 @@
 // What every bound type of cuckoo._core shares (cuckoo.Filter's PyFilter, filter_binding.hpp, and
 // cuckoo.Store's PyStore, store_binding.cpp): the caster that refuses an object whose C++ value
-// was never built, the readers-writer lock guards, the interrupt check of long calls that run
-// without the GIL, and output arrays. Neither type's header includes the other's.
+// was never built, the readers-writer lock guards (locks.hpp), the interrupt check of long calls
+// that run without the GIL (signal_check.hpp), and output arrays. Neither type's header includes
+// the other's.
 #pragma once
 
 #include <pybind11/pybind11.h>
@@ -14,6 +15,9 @@
 #include <mutex>
 #include <shared_mutex>
 #include <string>
+
+#include "locks.hpp"
+#include "signal_check.hpp"
 
 namespace cuckoo_py {
 
@@ -43,177 +47,9 @@ public:
     }
 };
 
-// ---- lock guards -------------------------------------------------------------------------------
+// The lock guards (Guarded, ReadLock, WriteLock): locks.hpp.
 
-// The lock of a bound object that bulk calls use without the GIL (so two threads can be inside
-// it at once): reads share it, writes hold it alone. A bound type derives from it; see ReadLock.
-struct Guarded {
-    mutable std::shared_mutex mutex;
-    mutable std::mutex writer_gate;              // see ReadLock
-    mutable std::atomic<int> waiting_writers{0};
-    mutable std::atomic<int> lock_holders{0};    // see alone_with_gil
-
-    Guarded() = default;
-    // A copy (Filter.copy()) is a new object with a lock of its own.
-    Guarded(const Guarded&) : Guarded() {}
-    Guarded& operator=(const Guarded&) = delete;
-};
-
-// Lock guards that never block while holding the GIL: a thread waiting for the object must not
-// stop the thread inside the object from re-taking the GIL (for signal checks). The uncontended
-// case costs one atomic load and one atomic operation and keeps the GIL.
-//
-// Writers go first: std::shared_mutex (a glibc rwlock) prefers readers, so threads whose
-// contains_many calls keep overlapping would starve add_many forever. A writer that has to wait
-// counts itself in `waiting_writers` and holds `writer_gate` until it has the lock; a reader that
-// sees a waiting writer passes through the gate first, so it queues behind the writer. Two
-// objects read at once must therefore be locked in one global order (ReadLockPair): a reader
-// holding one object and queued behind a writer of the other is then never waited for by that
-// writer's readers.
-//
-// Every holder also counts itself in `lock_holders` (from just after it has the lock to just
-// before it lets go), for alone_with_gil.
-class ReadLock {
-public:
-    explicit ReadLock(const Guarded& f) : mutex_(f.mutex), holders_(f.lock_holders) {
-        if (f.waiting_writers.load(std::memory_order_acquire) != 0 || !mutex_.try_lock_shared()) {
-            py::gil_scoped_release nogil;
-            if (f.waiting_writers.load(std::memory_order_acquire) != 0) {
-                std::lock_guard<std::mutex> queue_behind_writer(f.writer_gate);
-            }
-            mutex_.lock_shared();
-        }
-        holders_.fetch_add(1, std::memory_order_acq_rel);
-    }
-    ~ReadLock() {
-        holders_.fetch_sub(1, std::memory_order_release);
-        mutex_.unlock_shared();
-    }
-    ReadLock(const ReadLock&) = delete;
-    ReadLock& operator=(const ReadLock&) = delete;
-
-private:
-    std::shared_mutex& mutex_;
-    std::atomic<int>& holders_;
-};
-
-class WriteLock {
-public:
-    explicit WriteLock(const Guarded& f) : mutex_(f.mutex), holders_(f.lock_holders) {
-        if (!mutex_.try_lock()) {
-            f.waiting_writers.fetch_add(1, std::memory_order_acq_rel);
-            {
-                py::gil_scoped_release nogil;
-                std::lock_guard<std::mutex> gate(f.writer_gate);
-                mutex_.lock();
-            }
-            f.waiting_writers.fetch_sub(1, std::memory_order_acq_rel);
-        }
-        holders_.fetch_add(1, std::memory_order_acq_rel);
-    }
-    ~WriteLock() {
-        holders_.fetch_sub(1, std::memory_order_release);
-        mutex_.unlock();
-    }
-    WriteLock(const WriteLock&) = delete;
-    WriteLock& operator=(const WriteLock&) = delete;
-
-private:
-    std::shared_mutex& mutex_;
-    std::atomic<int>& holders_;
-};
-
-// Whether the calling thread, which holds the GIL, may use the object without its lock until it
-// next releases the GIL: true when no thread holds the lock. A thread that takes the lock after
-// this check (it waits for it without the GIL) cannot touch the object before it has the GIL
-// back: every lock guard returns holding the GIL, and a holder releases the GIL only after its
-// constructor counted it. So a short call that runs no Python code and never releases the GIL
-// between this check and its last use of the object (a scalar add or lookup) needs no lock.
-// Without a GIL (free-threaded CPython) this never holds.
-inline bool alone_with_gil(const Guarded& f) {
-#ifdef Py_GIL_DISABLED
-    (void)f;
-    return false;
-#else
-    return f.lock_holders.load(std::memory_order_acquire) == 0;
-#endif
-}
-
-// Read locks on two distinct objects, taken in address order (see ReadLock).
-class ReadLockPair {
-public:
-    ReadLockPair(const Guarded& x, const Guarded& y)
-        : first_(std::less<const Guarded*>()(&x, &y) ? x : y), second_(std::less<const Guarded*>()(&x, &y) ? y : x) {}
-
-private:
-    ReadLock first_, second_;
-};
-
-// ---- interrupts ----------------------------------------------------------------------------------
-
-// threading.main_thread().ident, set once when the module loads (init_signal_check): only the
-// main thread runs Python's signal handlers.
-inline unsigned long main_thread_ident = 0;
-
-// How many times SignalCheck has taken the GIL back (read and reset under the GIL by
-// _core._signal_checks(), for tests/test_threads_gil.py: a call's looks must follow the clock).
-inline uint64_t signal_checks_taken = 0;
-
-// Called by the module's init function (not from a static initialiser: it imports a module).
-inline void init_signal_check() {
-    main_thread_ident = py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
-}
-
-// How often a long call without the GIL looks at the signals: Ctrl-C must stop it within
-// ~100 ms. The clock decides, not a count of steps: each look takes the GIL back, and a busy
-// Python thread holds the GIL for up to the switch interval (5 ms) before handing it over. A
-// look every 512 blocks (~16k keys, well under a millisecond) made contains_many of 2*10^7 keys
-// 4.4x slower beside a spinning thread (issue 28); one look per 50 ms costs at most ~10% there
-// and nothing measurable alone.
-constexpr std::chrono::milliseconds kSignalCheckInterval{50};
-
-// Filter bulk loops read the clock every this many blocks of keys (~512 keys, a few
-// microseconds of work; a clock read costs ~20 ns).
-constexpr uint64_t kBlocksPerClockRead = 16;
-
-// The interrupt check of every long call that runs without the GIL (the filter's bulk loops, the
-// store's chunk loops), called between its steps. On the main thread it reads the clock every
-// `period` calls and, once kSignalCheckInterval has passed since the call began or the last
-// look, re-takes the GIL to run Python's signal handlers; if one raised (KeyboardInterrupt), it
-// returns true, the call stops after the step it finished, and the exception stays set until
-// the call, holding the GIL again, raises it (raise_if_interrupted). Only the main thread runs
-// signal handlers, so elsewhere it never takes the GIL.
-class SignalCheck {
-public:
-    explicit SignalCheck(uint64_t period = kBlocksPerClockRead)
-        : on_main_thread_(PyThread_get_thread_ident() == main_thread_ident),
-          period_(period),
-          next_look_(std::chrono::steady_clock::now() + kSignalCheckInterval) {}
-    bool operator()() {
-        if (!on_main_thread_ || ++steps_ % period_ != 0) return false;
-        const auto now = std::chrono::steady_clock::now();
-        if (now < next_look_) return false;
-        {
-            py::gil_scoped_acquire gil;
-            ++signal_checks_taken;
-            interrupted_ = PyErr_CheckSignals() != 0;
-        }
-        // From after the GIL came back: the wait for it is not work time.
-        next_look_ = std::chrono::steady_clock::now() + kSignalCheckInterval;
-        return interrupted_;
-    }
-    bool interrupted() const { return interrupted_; }
-    void raise_if_interrupted() const {
-        if (interrupted_) throw py::error_already_set();
-    }
-
-private:
-    bool on_main_thread_;
-    uint64_t period_;
-    std::chrono::steady_clock::time_point next_look_;
-    bool interrupted_ = false;
-    uint64_t steps_ = 0;
-};
+// The interrupt check of long calls without the GIL: SignalCheck, signal_check.hpp.
 
 // ---- results -------------------------------------------------------------------------------------
 

@@ -104,7 +104,7 @@ std::vector<KeyBatch> store_batches(const PyStore& self, const py::handle& keys)
 }
 
 // Runs fn(spans, position of its first key, count) over every chunk of every batch, without the
-// GIL (the caller holds the store's lock). Between chunks the interrupt check (shared.hpp) runs
+// GIL (the caller holds the store's lock). Between chunks the interrupt check (signal_check.hpp) runs
 // the signal handlers: a Ctrl-C stops the call after the chunk it finished (and a writing call's
 // Store::atomically() then undoes the chunks done).
 template <class Fn>
