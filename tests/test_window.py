@@ -92,6 +92,27 @@ def test_count_window_thousands_of_random_ops_small_windows():
             assert w.duplicates == sum(got)
 
 
+@pytest.mark.parametrize("records, generations", [(256, 1), (257, 1), (512, 2), (65536, 1), (65537, 1),
+                                                  (131074, 2)])
+def test_count_window_positions_at_every_width(records, generations):
+    # A key's last position in its generation is kept in as few bytes as the generation's size
+    # needs (1 up to 256 records, 2 up to 65,536, then 3): every width, at its edges, against the
+    # model. Keys repeat at distances around the window, so that many fall on either side of it.
+    rng = np.random.default_rng(records)
+    keys = rng.integers(0, int(records * 1.3), int(records * 3.5)).tolist()
+    w = cuckoo.Window(records=records, generations=generations, seed=11)
+    last = {}  # key -> position of its last occurrence (the deque model, without an O(N) lookup)
+    expected = []
+    for i, k in enumerate(keys):
+        expected.append(k in last and i - last[k] <= records)
+        last[k] = i
+    got = w.seen_many(np.array(keys, dtype=np.uint64))
+    assert got.tolist() == expected
+    assert 0 < sum(expected) < len(keys)
+    w2 = cuckoo.Window(records=records, generations=generations, seed=11)
+    assert [w2.seen(k) for k in keys[:3000]] == expected[:3000]
+
+
 def test_count_window_edge_exactly_n_back():
     w = cuckoo.Window(records=3, generations=2)
     # "a" recurs exactly 3 records later (in the window), then 4 later (out of it)

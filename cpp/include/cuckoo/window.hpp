@@ -74,6 +74,7 @@ public:
             gen_records_ = (c.records + c.generations - 1) / c.generations;
             // A position inside a generation is kept in 32 bits.
             if (gen_records_ > 0xFFFFFFFFull) throw std::invalid_argument("records / generations must be below 2**32");
+            while (position_bytes_ < 4 && (gen_records_ - 1) >> (8 * position_bytes_)) ++position_bytes_;
             spans_ = c.generations + 1;
         } else {
             if (!(c.seconds > 0.0 && std::isfinite(c.seconds))) throw std::invalid_argument("seconds must be positive and finite");
@@ -169,9 +170,7 @@ public:
                 g.set->find_values(left, picked, [&](uint32_t k) { return key_of(at + k); }, hashes + at,
                                    [&](uint32_t k, unsigned char* v) {
                                        if (!v) return;
-                                       uint32_t pos;
-                                       std::memcpy(&pos, v, 4);
-                                       last[k] = g.first + pos + 1;
+                                       last[k] = g.first + get_position(v) + 1;
                                    });
                 uint32_t still = 0;  // (those not found go on to the next older generation)
                 for (uint32_t t = 0; t < left; ++t) {
@@ -265,8 +264,12 @@ private:
     void fill_generation(Generation& g, uint64_t capacity) {
         if (cfg_.exact) {
             const KeySet* last = gens_.empty() ? nullptr : gens_.back().set.get();
-            const uint64_t expect = last ? last->size() : 0;
-            g.set = std::make_unique<KeySet>(hasher_, expect, count_ ? 4u : 16u);
+            // An eighth more than the last one held: an index sized for exactly that doubles
+            // when the next generation holds one key more, as about every second one does. A
+            // count window's generation never holds more keys than its records.
+            uint64_t expect = last ? last->size() + last->size() / 8 : 0;
+            if (count_) expect = std::min(expect, gen_records_);
+            g.set = std::make_unique<KeySet>(hasher_, expect, count_ ? position_bytes_ : 16u);
             // 4 KiB at least: a window's generations may be tiny, and many windows may live.
             const uint64_t bytes = last ? last->arena_bytes() + last->arena_bytes() / 10 : 0;
             g.set->set_first_chunk_bytes(std::min<uint64_t>(std::max<uint64_t>(bytes, 4096), uint64_t(1) << 26));
@@ -285,6 +288,17 @@ private:
         return f.insert_unique_hash(h, was_new);
     }
 
+    // A key's last position in its count generation (0 .. G-1), in the position_bytes_ after its
+    // key's bytes, least significant first (the same bytes on every platform).
+    void put_position(unsigned char* v, uint64_t at) const noexcept {
+        for (unsigned b = 0; b < position_bytes_; ++b) v[b] = static_cast<unsigned char>(at >> (8 * b));
+    }
+    uint64_t get_position(const unsigned char* v) const noexcept {
+        uint64_t at = 0;
+        for (unsigned b = 0; b < position_bytes_; ++b) at |= uint64_t(v[b]) << (8 * b);
+        return at;
+    }
+
     // see_count for a record whose key's last position in the generations that end at or before
     // `boundary` is known: last_before (1 + it; 0: none there). Only the newer generations are
     // probed.
@@ -296,9 +310,7 @@ private:
         for (auto g = gens_.rbegin(); g != gens_.rend() && g->first >= boundary; ++g) {
             const unsigned char* v = g->set->find_value(key, h);
             if (!v) continue;
-            uint32_t at;
-            std::memcpy(&at, v, 4);
-            dup = g->first + at + n >= i;  // (newer than any before the boundary)
+            dup = g->first + get_position(v) + n >= i;  // (newer than any before the boundary)
             break;
         }
         return record_count(key, h, i, dup);
@@ -313,9 +325,7 @@ private:
             if (g->set) {
                 const unsigned char* v = g->set->find_value(key, h);
                 if (!v) continue;
-                uint32_t at;
-                std::memcpy(&at, v, 4);
-                dup = g->first + at + n >= i;  // its last occurrence is among i-N .. i-1
+                dup = g->first + get_position(v) + n >= i;  // its last occurrence is among i-N .. i-1
                 break;
             }
             bool hit = false;
@@ -333,9 +343,7 @@ private:
         Generation& g = gens_.back();
         if (g.set) {
             bool is_new;
-            unsigned char* v = g.set->add_value(key, h, is_new);
-            const uint32_t at = static_cast<uint32_t>(i - g.first);
-            std::memcpy(v, &at, 4);
+            put_position(g.set->add_value(key, h, is_new), i - g.first);
         } else if (!filter_add(g, h)) {
             // The filter found no room (rare at its design load): the generation ends early.
             new_count_generation(i);
@@ -424,6 +432,9 @@ private:
     KeyHasher hasher_;
     bool count_ = false;
     uint64_t gen_records_ = 0;  // count: G
+    // count, exact: the bytes of a position in a generation (1-4: as few as G needs; a window of
+    // 10^6 in 4 or 8 generations keeps 3 bytes a key, not 4, on keys of ~20 bytes)
+    unsigned position_bytes_ = 1;
     double width_ = 0;          // time: W
     unsigned spans_ = 1;        // generations one window's state spans
     double filter_fpr_ = 0;

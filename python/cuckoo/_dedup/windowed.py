@@ -20,8 +20,11 @@ from .sources import Source
 
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|s|m|h|d)")
-# The window's generations (cuckoo.Window's default): the state holds at most 1/4 of a window more.
-GENERATIONS = 4
+# The generations of a dedup window: its state holds at most 1/8 of a window more (cuckoo.Window's
+# default is 4: fewer sets to probe, more memory). Measured (AMD EPYC, 2 vCPUs, quiet), a count
+# window of 10^6 over 10^7 hex lines: 4 generations 2.2 s and 67.8 MiB peak RSS, 8 generations
+# 2.6-2.7 s and 62.3 MiB (--exact over 10^6 distinct lines of the kind: 64.4 MiB).
+GENERATIONS = 8
 
 
 class WindowSpec(NamedTuple):
