@@ -314,6 +314,34 @@ public:
             }
     }
 
+    // Reads the keys' values in the arena's order (for_each_key's), one key at a time: a caller
+    // that knows which of its records added the keys, and in what order, finds their values
+    // without a lookup (dedup --count's deciding pass, cuckoo/dedup/counted.hpp). Valid while the
+    // set does not change.
+    class ValueCursor {
+    public:
+        explicit ValueCursor(const KeySet& s) noexcept : set_(&s) {}
+        // The next key's value bytes, nullptr past the last key.
+        const unsigned char* next() noexcept {
+            while (chunk_ < set_->chunks_.size() && at_ >= set_->chunks_[chunk_].used) {
+                ++chunk_;
+                at_ = 0;
+            }
+            if (chunk_ == set_->chunks_.size()) return nullptr;
+            const unsigned char* rec = set_->chunks_[chunk_].buf.data() + at_;
+            uint64_t len;
+            const unsigned head = read_length(rec, len);
+            at_ += head + len + set_->value_bytes_;
+            return rec + head + len;
+        }
+
+    private:
+        const KeySet* set_;
+        size_t chunk_ = 0;
+        uint64_t at_ = 0;
+    };
+    ValueCursor values_in_order() const noexcept { return ValueCursor(*this); }
+
     // The memory the keys need (their records, and the index at the load where it grows): what
     // memory_bytes() is right after a growth, without the slack of an index sized ahead.
     uint64_t needed_bytes() const noexcept {
