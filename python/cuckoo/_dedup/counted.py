@@ -3,8 +3,8 @@ record with its key's count), ``repeated=True`` (``-d``: only keys seen more tha
 ``unique_only=True`` (``-u``: only keys seen exactly once) and ``keep="last"`` (a key's last record
 instead of its first). Exact, in two passes over the input (cpp/include/cuckoo/dedup/counted.hpp);
 a pipe, stdin or compressed input is copied to an anonymous temporary file first (its
-decompressed bytes), so that it can be read twice. Memory: the distinct keys with 16 bytes each,
-within `memory` (more passes past it), as the exact path's."""
+decompressed bytes), so that it can be read twice. Memory: the distinct keys with 8 bytes each
+(keep last: 16), within `memory` (more passes past it), as the exact path's."""
 
 from __future__ import annotations
 
@@ -195,9 +195,7 @@ def _run(sources: List[Source], out: Any, dropped: Any, block: int, threads: Opt
     native = engine._plan(sources, framing, sink, drop_sink)
     starts = engine._rewindable(native) if native is not None else None
     if native is None or starts is None:  # (every input is a regular file by now, every output has an fd)
-        for own in (sink, drop_sink):
-            if isinstance(own, engine._Sink):
-                own.abort()
+        engine._abort_opened(sink, drop_sink)
         raise ValueError("cuckoo.dedup: count, repeated, unique_only and keep='last' need inputs that can be read "
                          "twice")
     if spec.write_counts and isinstance(framing, CsvFraming) and native.header:
@@ -205,9 +203,12 @@ def _run(sources: List[Source], out: Any, dropped: Any, block: int, threads: Opt
     if memory is None:
         # Every range set aside costs two passes more (and a last one), not one as on the exact
         # path: the default budget is the exact path's, or what the expected keys need (their bytes,
-        # 16 of counts, 8.5 of index, 15% of slack), up to the default for input read once.
+        # 8 of count (keep last: 16), 8.5 of index, a length byte, 15% of slack), up to the default
+        # for input read once.
         # (10^7 hex lines, 4.3*10^6 keys, 2 threads: 128 MiB took 5 passes, 2.3 s; 2 passes 1.6 s.)
-        set_bytes = int(est.keys * (mean_key_bytes + 25.5) * 1.15) if est.known and mean_key_bytes > 0 else 0
+        value_bytes = 16 if spec.keep_last else 8
+        set_bytes = (int(est.keys * (mean_key_bytes + 9.5 + value_bytes) * 1.15)
+                     if est.known and mean_key_bytes > 0 else 0)
         memory = min(engine.exact_memory(None),
                      max(engine.exact_memory(sum(src.regular_size() or 0 for src in sources)), set_bytes))
     start = time.perf_counter()

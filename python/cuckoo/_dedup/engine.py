@@ -347,6 +347,15 @@ def _finish(sink: Any, drop_sink: Any, ok: bool) -> None:
         _abort(s)
 
 
+def _abort_opened(*sinks: Any) -> None:
+    """Aborts the sinks that _as_sink opened here (their files removed, targets untouched); the
+    caller's own sinks (the CLI's) are left to it: a path that gives up before running may hand
+    them to another path."""
+    for own in sinks:
+        if isinstance(own, _Sink):
+            own.abort()
+
+
 def _abort(sink: Any) -> None:
     abort = getattr(sink, "abort", None)
     if abort is not None:
@@ -1097,9 +1106,7 @@ def _dedup_exact_in_memory(sources: List[Source], out: Any, dropped: Any, block:
     sink, drop_sink = _as_sink(out), _as_sink(dropped)
     native = _plan(sources, framing, sink, drop_sink)
     if native is None:  # (nothing was read that the store path will not read: plan() only opened)
-        for own in (sink, drop_sink):  # the sinks opened here (the store path opens its own)
-            if isinstance(own, _Sink):
-                own.abort()
+        _abort_opened(sink, drop_sink)  # (the store path opens its own)
         return None
     starts = _rewindable(native) if regular and not native.decompressing else None
     spill = None

@@ -101,9 +101,7 @@ def _run(sources: List[Source], out: Any, dropped: Any, block: int, threads: Opt
     sink, drop_sink = engine._as_sink(out), engine._as_sink(dropped)
     native = engine._plan(sources, framing, sink, drop_sink)
     if native is None:  # (every input and output has a file descriptor by now)
-        for own in (sink, drop_sink):
-            if isinstance(own, engine._Sink):
-                own.abort()
+        engine._abort_opened(sink, drop_sink)
         raise ValueError("cuckoo.dedup: a window needs inputs and outputs with file descriptors")
     start = time.perf_counter()
     ok = False

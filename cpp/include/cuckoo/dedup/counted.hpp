@@ -5,8 +5,9 @@
 // caller copies a pipe or decompressed input to a temporary file first).
 //
 // Two passes over a range of the hash space, on the exact path's in-memory key set
-// (cuckoo/key_set.hpp) with 16 value bytes a key (its count, then how many of its records the
-// second pass has seen):
+// (cuckoo/key_set.hpp) with 8 value bytes a key (its count; its top bit: the second pass has
+// seen the key) or, keep last, 16 (its count, then how many of its records the second pass has
+// seen):
 //   1. counting: every record of the range adds one to its key's count;
 //   2. deciding: a record is written when it is its key's first (or, keep last, its last) and the
 //      count passes the selection.
@@ -92,7 +93,9 @@ inline void append_counted(Bytes& out, const Block& b, size_t j, uint64_t count,
     out.append(p + at, end - at);
 }
 
-// The key set's value of a key: its count, then its records seen by the deciding pass.
+// Keep first: the count's top bit, set once the deciding pass has seen the key (a count never
+// reaches 2^63).
+constexpr uint64_t kSeenBit = uint64_t(1) << 63;
 inline uint64_t load_u64(const unsigned char* v) noexcept {
     uint64_t x;
     std::memcpy(&x, v, 8);
@@ -105,7 +108,10 @@ inline Result with_counts(const std::vector<Input>& inputs, const std::vector<in
                           uint64_t budget, uint64_t expected_keys, Pipeline::Tick tick, CountedRun* info = nullptr,
                           double mean_key_bytes = 0) {
     if (starts.size() != inputs.size()) throw std::invalid_argument("with_counts: one start offset per input");
-    constexpr unsigned kValueBytes = 16;
+    // A key's value: its count (keep first: its top bit set once the deciding pass has seen the
+    // key's first record), then, keep last, how many of its records the deciding pass has seen.
+    // (Keep first in 8 bytes, not 16: 34 MB less for 4.3*10^6 keys.)
+    const unsigned kValueBytes = how.keep_last ? 16 : 8;
     CountedRun run;
     std::vector<Input> pass_inputs = inputs;  // (after the first pass: limited to what it read)
     const double key_bytes = (mean_key_bytes > 0 ? KeySet::expected_bytes(1.0, mean_key_bytes) : 40.0) + kValueBytes;
@@ -233,10 +239,17 @@ inline Result with_counts(const std::vector<Input>& inputs, const std::vector<in
             l.set->find_values(l.m, l.picked.data(), [&b](uint32_t j) { return b.key(j); }, b.hashes.data(),
                                [&](uint32_t j, unsigned char* v) {
                                    if (!v) throw InputChanged("the input changed while it was read again (other lines)");
-                                   const uint64_t count = load_u64(v), seen = load_u64(v + 8) + 1;
-                                   store_u64(v + 8, seen);
-                                   b.keep[j] = (how.keep_last ? seen == count : seen == 1) && how.min_count <= count &&
-                                               count <= how.max_count;
+                                   const uint64_t raw = load_u64(v), count = raw & ~kSeenBit;
+                                   bool chosen;
+                                   if (how.keep_last) {
+                                       const uint64_t seen = load_u64(v + 8) + 1;
+                                       store_u64(v + 8, seen);
+                                       chosen = seen == count;
+                                   } else {
+                                       chosen = !(raw & kSeenBit);
+                                       store_u64(v, raw | kSeenBit);
+                                   }
+                                   b.keep[j] = chosen && how.min_count <= count && count <= how.max_count;
                                    count_of[j] = count;
                                });
         };
