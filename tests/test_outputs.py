@@ -185,13 +185,22 @@ def test_a_failed_run_leaves_its_outputs_as_they_were(tmp_path, failure, mode):
     assert files_of(tmp_path) == before  # the old output as it was, no dropped file, no temporary file
 
 
+# The modes that write as they read (plain dedup, a window) and those that read everything first (a
+# count, keep last: the pipe is copied to a temporary file, then read twice).
+INTERRUPTED_MODES = [[], ["-c"], ["--keep", "last"], ["--window", "100"]]
+
+
+@pytest.mark.parametrize("mode", INTERRUPTED_MODES, ids=lambda m: " ".join(m) or "plain")
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_an_interrupted_run_leaves_its_outputs_as_they_were(tmp_path, sig):
+def test_an_interrupted_run_leaves_its_outputs_as_they_were(tmp_path, sig, mode):
     out = tmp_path / "out.txt"
     out.write_bytes(b"old output\n")
+    spool = tmp_path / "spool"  # $TMPDIR: where a count copies its pipe; nothing may stay there
+    spool.mkdir()
     before = files_of(tmp_path)
-    proc = subprocess.Popen([sys.executable, "-m", "cuckoo", "dedup", "-q", "-o", str(out)], stdin=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    proc = subprocess.Popen([sys.executable, "-m", "cuckoo", "dedup", "-q", *mode, "-o", str(out)],
+                            stdin=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "TMPDIR": str(spool)})
     proc.stdin.write(DATA * 2000)  # then the pipe stalls: the run waits, its output half written
     proc.stdin.flush()
     time.sleep(1.5)
@@ -200,6 +209,7 @@ def test_an_interrupted_run_leaves_its_outputs_as_they_were(tmp_path, sig):
     proc.stdin.close()
     assert proc.returncode != 0
     assert files_of(tmp_path) == before
+    assert os.listdir(spool) == []
 
 
 def test_devices_are_written_in_place(tmp_path, inp):
@@ -239,14 +249,18 @@ def test_a_reader_that_goes_away_ends_the_run_quietly(tmp_path, threads, mode):
     assert p.stdout == b"0\n" and p.stderr == b""
 
 
-def test_a_killed_run_leaves_the_old_output_and_the_next_run_no_temporary_file(tmp_path):
+@pytest.mark.parametrize("mode", INTERRUPTED_MODES, ids=lambda m: " ".join(m) or "plain")
+def test_a_killed_run_leaves_the_old_output_and_the_next_run_no_temporary_file(tmp_path, mode):
     """SIGKILL cannot be caught: the old output stays (the new one was a temporary file), and
     where the temporary file had a name (no O_TMPFILE here), the next run writing beside it
     removes it (its process is gone)."""
     out = tmp_path / "out.txt"
     out.write_bytes(b"old output\n")
-    proc = subprocess.Popen([sys.executable, "-m", "cuckoo", "dedup", "-q", "-o", str(out)], stdin=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    spool = tmp_path / "spool"  # $TMPDIR: a count's copy of its pipe is an unnamed file, gone with it
+    spool.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "cuckoo", "dedup", "-q", *mode, "-o", str(out)],
+                            stdin=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "TMPDIR": str(spool)})
     proc.stdin.write(DATA * 2000)  # then the pipe stalls: the run waits, its output half written
     proc.stdin.flush()
     time.sleep(1.5)
@@ -254,6 +268,7 @@ def test_a_killed_run_leaves_the_old_output_and_the_next_run_no_temporary_file(t
     proc.communicate(timeout=60)
     proc.stdin.close()
     assert out.read_bytes() == b"old output\n"
+    assert os.listdir(spool) == []
     from cuckoo._dedup.outputs import _unnamed_files_work
 
     left = [n for n in os.listdir(tmp_path) if n.endswith(".cuckoo-tmp")]

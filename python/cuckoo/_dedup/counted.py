@@ -66,29 +66,36 @@ def _header_with_count(header: bytes, framing: CsvFraming, name: str) -> bytes:
     return header[: len(header) - len(end)] + framing.delimiter.encode() + _csv_field(name, framing.delimiter) + end
 
 
-def _spooled(src: Source, temporaries: List[str]) -> Source:
+def _spooled(src: Source) -> Source:
     """A source over a temporary file holding what `src` reads (decompressed), for an input that
-    cannot be read twice (a pipe, stdin, compressed data, a stream). The file's path is appended
-    to `temporaries` (the caller removes them); messages still name `src`."""
+    cannot be read twice (a pipe, stdin, compressed data, a stream). The file has no name
+    (O_TMPFILE, or unlinked at once): a run killed at any point leaves nothing behind, and closing
+    the source frees it. Messages still name `src`."""
     import tempfile  # (here: start-up of cuckoo dedup)
 
-    fd, path = tempfile.mkstemp(prefix="cuckoo-input-")
-    temporaries.append(path)
-    try:
-        with open(fd, "wb") as tmp:
+    with tempfile.TemporaryFile(prefix="cuckoo-input-") as tmp:
+        try:
             while True:
                 chunk = src.read(_SPOOL_CHUNK)
                 if not chunk:
                     break
                 tmp.write(chunk)
-    finally:
-        src.close()
-    copy = Source(path, os_errors=src.os_errors)
-    copy.name = src.name  # (the file it reads is `path`: copy.path)
-    # Opened here, as data: its first bytes are no magic number (they were decompressed), and the
-    # name of the input it copies says nothing of its format.
-    copy.stream = open(path, "rb")
-    copy.owned = True
+        finally:
+            src.close()
+        tmp.flush()
+        # A plain reader of it from its start, as opening a named file gives (the writer's buffer
+        # would not follow reads of its fd that bypass it); the file lives while the reader does.
+        fd = os.dup(tmp.fileno())
+    try:
+        os.lseek(fd, 0, os.SEEK_SET)
+        reader = open(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    copy = Source(src.name, reader, os_errors=src.os_errors)
+    copy.owned = True  # (closed with the source)
+    # Data as it is: its first bytes are no magic number (they were decompressed), and the name of
+    # the input it copies says nothing of its format.
     copy._checked = True
     return copy
 
@@ -102,7 +109,7 @@ def _has_fd(src: Source) -> bool:
     pipe, a binary file object with one), not a BytesIO or an iterable of lines."""
     from . import engine
 
-    return src.path is not None or src.is_stdin or engine._fd_of(src.stream, write=False) is not None
+    return src.path is not None or src.is_stdin or engine._has_fd(src.stream)
 
 
 def through_files(sources: List[Source], out: Any, dropped: Any, readable_twice: bool,
@@ -111,43 +118,38 @@ def through_files(sources: List[Source], out: Any, dropped: Any, readable_twice:
     temporary files: an input without a file descriptor (or, `readable_twice`, one that cannot be
     read twice: a pipe, stdin, compressed data) copied to one first, an output stream without a
     file descriptor (BytesIO) written through one and copied to it at the end. The temporary
-    files are removed at the end."""
+    files have no names: they go when they are closed, or with the process."""
     keep = _readable_twice if readable_twice else _has_fd
-    temporaries: List[str] = []
+    taken: List[Source] = []
     try:
-        try:
-            sources = [src if keep(src) else _spooled(src, temporaries) for src in sources]
-        except BaseException:
-            for src in sources:
-                src.close()
-            raise
-        streams = [target if _needs_file(target) else None for target in (out, dropped)]
-        if any(stream is not None for stream in streams):
-            import tempfile
+        for src in sources:
+            taken.append(src if keep(src) else _spooled(src))
+    except BaseException:
+        for src in sources[len(taken):] + taken:
+            src.close()
+        raise
+    sources = taken
+    streams = [target if _needs_file(target) else None for target in (out, dropped)]
+    if any(stream is not None for stream in streams):
+        import tempfile
 
-            out, dropped = [tempfile.TemporaryFile(prefix="cuckoo-output-") if stream is not None else target
-                            for stream, target in zip(streams, (out, dropped))]
-        try:
-            result = run(sources, out, dropped)
-            for stream, tmp in zip(streams, (out, dropped)):
-                if stream is not None:
-                    tmp.seek(0)
-                    while True:
-                        chunk = tmp.read(_SPOOL_CHUNK)
-                        if not chunk:
-                            break
-                        stream.write(chunk)
-            return result
-        finally:
-            for stream, tmp in zip(streams, (out, dropped)):
-                if stream is not None:
-                    tmp.close()
+        out, dropped = [tempfile.TemporaryFile(prefix="cuckoo-output-") if stream is not None else target
+                        for stream, target in zip(streams, (out, dropped))]
+    try:
+        result = run(sources, out, dropped)
+        for stream, tmp in zip(streams, (out, dropped)):
+            if stream is not None:
+                tmp.seek(0)
+                while True:
+                    chunk = tmp.read(_SPOOL_CHUNK)
+                    if not chunk:
+                        break
+                    stream.write(chunk)
+        return result
     finally:
-        for path in temporaries:
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
+        for stream, tmp in zip(streams, (out, dropped)):
+            if stream is not None:
+                tmp.close()
 
 
 def native_only(what: str, framing: Any) -> None:

@@ -417,6 +417,19 @@ def _fd_of(stream: Any, write: bool) -> Optional[int]:
         return None
 
 
+def _has_fd(stream: Any) -> bool:
+    """Whether _fd_of would find a file descriptor behind `stream`, without positioning it (_fd_of
+    moves the fd to the stream's position; a second call, with the buffer still holding what it
+    read ahead, would move it back over those bytes)."""
+    if not isinstance(stream, (io.FileIO, io.BufferedReader, io.BufferedWriter, io.BufferedRandom)):
+        return False
+    try:
+        stream.fileno()
+        return True
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
 def _drain(stream: Any) -> bytes:
     """What a buffered reader of a pipe has read ahead of its position (the pipeline then reads its
     fd from there on). It reads the pipe when the buffer is empty: not for a source whose
@@ -489,7 +502,7 @@ class _Native:
                 n.inputs.append((-1, prefix))
                 continue
             stream = getattr(sys.stdin, "buffer", None) if src.is_stdin else src.stream
-            if src.path is None and _fd_of(stream, write=False) is None:
+            if src.path is None and not _has_fd(stream):
                 return None
             n.inputs.append((None, prefix))
         # Only now open the files (Source.open reports a missing file as the Python path does).
