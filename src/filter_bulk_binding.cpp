@@ -16,18 +16,19 @@ namespace cuckoo_py {
 
 namespace {
 
-// Runs a read-only loop (contains_keys, count_keys) over every batch of `keys`, writing results
-// of type T.
-template <class T, class Loop>
-py::array_t<T> read_many(const PyFilter& self, const py::handle& keys, Loop loop) {
+// Runs a loop (contains_keys, count_keys under a ReadLock; discard_keys under a WriteLock) over
+// every batch of `keys`, writing one result of type T a key.
+template <class T, class Lock, class Self, class Loop>
+py::array_t<T> each_key(Self& self, const py::handle& keys, Loop loop) {
     std::vector<KeyBatch> batches = make_batches(self.hasher, keys);
     py::array_t<T> out = new_array<T>(total_size(batches));
     T* dst = out.mutable_data();
     SignalCheck stop;
     {
-        ReadLock lock(self);
-        // Safe without the GIL: the loop reads only the core's table (guarded by the lock) and
-        // buffers that `batches` holds exported, and writes only into `out`.
+        Lock lock(self);
+        // Safe without the GIL: the loop touches only the core's table (guarded by the lock: a
+        // write lock keeps every other thread out) and buffers that `batches` holds exported,
+        // and writes only into `out`.
         py::gil_scoped_release nogil;
         const cuckoo::KeyHasher hasher = self.hasher;
         for (const KeyBatch& b : batches) {
@@ -42,29 +43,15 @@ py::array_t<T> read_many(const PyFilter& self, const py::handle& keys, Loop loop
 }  // namespace
 
 py::array_t<bool> contains_many(const PyFilter& self, const py::handle& keys) {
-    return read_many<bool>(self, keys, &contains_keys);
+    return each_key<bool, ReadLock>(self, keys, &contains_keys);
 }
 
 py::array_t<uint8_t> count_many(const PyFilter& self, const py::handle& keys) {
-    return read_many<uint8_t>(self, keys, &count_keys);
+    return each_key<uint8_t, ReadLock>(self, keys, &count_keys);
 }
 
 py::array_t<bool> discard_many(PyFilter& self, const py::handle& keys) {
-    std::vector<KeyBatch> batches = make_batches(self.hasher, keys);
-    py::array_t<bool> out = new_array<bool>(total_size(batches));
-    bool* dst = out.mutable_data();
-    SignalCheck stop;
-    {
-        WriteLock lock(self);
-        py::gil_scoped_release nogil;  // safe: see read_many; the write lock keeps every other thread out
-        const cuckoo::KeyHasher hasher = self.hasher;
-        for (const KeyBatch& b : batches) {
-            if (discard_keys(self.core, hasher, b, dst, stop) < b.size) break;
-            dst += b.size;
-        }
-    }
-    stop.raise_if_interrupted();
-    return out;
+    return each_key<bool, WriteLock>(self, keys, &discard_keys);
 }
 
 uint64_t insert_batches(PyFilter& self, const std::vector<KeyBatch>& batches, cuckoo::Filter::InsertMode mode,
@@ -76,7 +63,7 @@ uint64_t insert_batches(PyFilter& self, const std::vector<KeyBatch>& batches, cu
     std::pair<std::string, const char*> why;
     {
         WriteLock lock(self);
-        // Safe without the GIL: see read_many; the write lock keeps every other thread out.
+        // Safe without the GIL: see each_key.
         py::gil_scoped_release nogil;
         const cuckoo::KeyHasher hasher = self.hasher;
         for (const KeyBatch& b : batches) {

@@ -404,7 +404,7 @@ def _fd_of(stream: Any, write: bool) -> Optional[int]:
     buffered file, flushed first (writers) or positioned (readers: a seekable file's fd gets the
     stream's position; a pipe's read-ahead is taken by _drain). None when there is none
     (BytesIO, an iterable of lines, a text stream)."""
-    if not isinstance(stream, (io.FileIO, io.BufferedReader, io.BufferedWriter, io.BufferedRandom)):
+    if not _has_fd(stream):
         return None
     try:
         fd = stream.fileno()

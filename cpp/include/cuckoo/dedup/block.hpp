@@ -79,6 +79,10 @@ struct Options {
 
 // The smallest block lines_per_block sizes (unless `block` is smaller).
 constexpr size_t kMinAdaptiveBlock = size_t(256) << 10;
+// Lines a block of the one-pass paths with producers (the filter path, the windowed dedup:
+// Options::lines_per_block): the table or window is the calling thread's work, and smaller
+// blocks in flight keep the run's memory down.
+constexpr size_t kStreamLinesPerBlock = 16384;
 
 // bad_record: a record that cannot be keyed (not valid CSV or JSON, or without its key field)
 // ended the run after the records before it (Result::bad_*).

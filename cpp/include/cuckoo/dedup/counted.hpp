@@ -282,16 +282,11 @@ inline Result with_counts(const std::vector<Input>& inputs, const std::vector<in
             unsigned char* const firsts = first_in_block.data();
             if (note_firsts) std::fill(firsts, firsts + n, static_cast<unsigned char>(0));
             both([&](Lane& l) {
-                if (note_firsts) {
-                    l.set->add_values(l.m, l.picked.data(), [&b](uint32_t j) { return b.key(j); }, b.hashes.data(),
-                                      [firsts](uint32_t j, unsigned char* v, bool is_new) {
-                                          store_u64(v, load_u64(v) + 1);
-                                          firsts[j] = is_new;
-                                      });
-                } else {
-                    l.set->add_values(l.m, l.picked.data(), [&b](uint32_t j) { return b.key(j); }, b.hashes.data(),
-                                      [](uint32_t, unsigned char* v, bool) { store_u64(v, load_u64(v) + 1); });
-                }
+                l.set->add_values(l.m, l.picked.data(), [&b](uint32_t j) { return b.key(j); }, b.hashes.data(),
+                                  [firsts, note_firsts](uint32_t j, unsigned char* v, bool is_new) {
+                                      store_u64(v, load_u64(v) + 1);
+                                      if (note_firsts) firsts[j] = is_new;
+                                  });
             });
             if (note_firsts) {
                 if (first_bits.size() < (base + n + 63) / 64) {
@@ -326,6 +321,8 @@ inline Result with_counts(const std::vector<Input>& inputs, const std::vector<in
             // A record is a candidate when it added its key (its bit); its key's count is the
             // next value of its lane's arena. No lookup: the counting pass's order is the arena's.
             std::vector<KeySet::ValueCursor> next_value;
+            fault::before_allocation();
+            next_value.reserve(lanes);
             for (const Lane& l : lane) next_value.push_back(l.set->values_in_order());
             const Result r = pass(out_fd, dropped_fd, [&](Block& b, size_t n, uint64_t base) {
                 b.formatted.size = 0;

@@ -29,8 +29,6 @@ inline uint64_t known_input_bytes(const std::vector<Input>& inputs) noexcept {
     return total;
 }
 
-// Lines a block of the filter path with producers (Options::lines_per_block).
-constexpr size_t kFilterLinesPerBlock = 16384;
 
 // Prefetches the buckets that a block's unique inserts will read, for the producer thread
 // (Pipeline::set_next_block_warmer), while the calling thread still applies the block before.
@@ -99,7 +97,7 @@ inline Result with_filter(StagedFilter& f, std::vector<Input> inputs, int out_fd
     // as the table, its inserts would touch every page anyway.
     const bool warm = opt.threads > 1 && known_input_bytes(inputs) >= f.newest().table().allocated_bytes();
     Options sized = opt;
-    if (opt.threads > 1 && !sized.lines_per_block) sized.lines_per_block = kFilterLinesPerBlock;
+    if (opt.threads > 1 && !sized.lines_per_block) sized.lines_per_block = kStreamLinesPerBlock;
     Pipeline p(std::move(inputs), out_fd, dropped_fd, f.hasher(), sized, std::move(tick));
     BucketWarmer warmer(f);
     p.set_next_block_warmer([&warmer](const uint64_t* hashes, size_t n) { warmer.warm(hashes, n); });

@@ -23,7 +23,6 @@
 #include <vector>
 
 #include "cuckoo/dedup/pipeline.hpp"
-#include "cuckoo/dedup/tables.hpp"
 #include "cuckoo/dedup/time_field.hpp"
 #include "cuckoo/window.hpp"
 
@@ -44,7 +43,7 @@ inline Result with_window(std::vector<Input> inputs, int out_fd, int dropped_fd,
     // the blocks in flight were a fifth of the run's memory (1 MiB blocks: a count window of 10^6
     // over 10^7 hex lines, 73.7 MiB peak RSS with 4 generations; 67.8 MiB in blocks of 16 Ki lines).
     Options sized = opt;
-    if (opt.threads > 1 && !sized.lines_per_block) sized.lines_per_block = kFilterLinesPerBlock;
+    if (opt.threads > 1 && !sized.lines_per_block) sized.lines_per_block = kStreamLinesPerBlock;
     Pipeline p(std::move(inputs), out_fd, dropped_fd, window.hasher(), sized, std::move(tick));
     std::vector<WindowVerdict> verdicts;
     std::vector<double> times;
