@@ -212,6 +212,32 @@ def test_an_interrupted_run_leaves_its_outputs_as_they_were(tmp_path, sig, mode)
     assert os.listdir(spool) == []
 
 
+def test_a_count_whose_copy_of_its_pipe_fails_leaves_its_outputs_as_they_were(tmp_path):
+    # -c copies a pipe to a temporary file to read it twice: that copy passes RLIMIT_FSIZE (as a
+    # full $TMPDIR would stop it) before anything else is written.
+    import resource
+
+    out = tmp_path / "out.txt"
+    out.write_bytes(b"old output\n")
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    before = files_of(tmp_path)
+
+    def limit():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000))
+
+    p = subprocess.run([sys.executable, "-m", "cuckoo", "dedup", "-c", "-o", str(out)],
+                       input=b"".join(b"%d\n" % (i % 5000) for i in range(60_000)), capture_output=True,
+                       timeout=120, preexec_fn=limit,
+                       env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "TMPDIR": str(spool)})
+    err = p.stderr.decode()
+    assert p.returncode == 4 and err.count("\n") == 1, err
+    assert err.startswith("cuckoo: cannot copy input '-' to a temporary file in ") and "File too large" in err, err
+    assert files_of(tmp_path) == before
+    assert os.listdir(spool) == []
+
+
 def test_devices_are_written_in_place(tmp_path, inp):
     assert cli("dedup", "-q", inp, "-o", os.devnull).returncode == 0
     assert stat.S_ISCHR(os.stat(os.devnull).st_mode)

@@ -73,19 +73,35 @@ def _spooled(src: Source) -> Source:
     the source frees it. Messages still name `src`."""
     import tempfile  # (here: start-up of cuckoo dedup)
 
-    with tempfile.TemporaryFile(prefix="cuckoo-input-") as tmp:
+    try:
+        tmp = tempfile.TemporaryFile(prefix="cuckoo-input-")
+    except OSError as exc:
+        src.close()
+        raise src.copy_error(exc, tempfile.gettempdir()) from None
+    try:
         try:
             while True:
-                chunk = src.read(_SPOOL_CHUNK)
+                chunk = src.read(_SPOOL_CHUNK)  # (its own errors name the input)
                 if not chunk:
                     break
-                tmp.write(chunk)
+                try:
+                    tmp.write(chunk)
+                except OSError as exc:
+                    raise src.copy_error(exc, tempfile.gettempdir()) from None
+            try:
+                tmp.flush()
+            except OSError as exc:
+                raise src.copy_error(exc, tempfile.gettempdir()) from None
         finally:
             src.close()
-        tmp.flush()
         # A plain reader of it from its start, as opening a named file gives (the writer's buffer
         # would not follow reads of its fd that bypass it); the file lives while the reader does.
         fd = os.dup(tmp.fileno())
+    finally:
+        try:
+            tmp.close()
+        except OSError:
+            pass  # (after a failed write, which raised its own error above)
     try:
         os.lseek(fd, 0, os.SEEK_SET)
         reader = open(fd, "rb")

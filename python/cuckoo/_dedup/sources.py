@@ -16,7 +16,7 @@ from cuckoo import Filter, FilterFullError
 
 from cuckoo._dedup import compress
 
-from .errors import EXIT_USAGE, ReportedError as CliError, one_line as _one_line
+from .errors import EXIT_USAGE, EXIT_WRITE, ReportedError as CliError, one_line as _one_line
 
 
 # Keys longer than this, and keys ending in a NUL byte (which NumPy 'S' arrays cannot hold),
@@ -318,6 +318,16 @@ class Source:
                 return OSError(f"cannot {verb} input '{self.name}': {exc}")
             return OSError(exc.errno, exc.strerror or os.strerror(exc.errno), self.name)
         return CliError(f"cuckoo: cannot {verb} input '{self.name}': {_one_line(exc)}", EXIT_USAGE)
+
+    def copy_error(self, exc: OSError, where: str) -> Exception:
+        """What a failure to write the temporary copy of this input (in directory `where`: a count
+        reads a pipe twice through one) raises: CliError (exit 4, as an output that cannot be
+        written), or with `os_errors` an OSError of the same errno naming the directory."""
+        if self.os_errors:
+            return OSError(exc.errno, f"cannot copy input '{self.name}' to a temporary file: "
+                                      f"{exc.strerror or exc}", where)
+        return CliError(f"cuckoo: cannot copy input '{self.name}' to a temporary file in '{where}': "
+                        f"{_one_line(exc)}", EXIT_WRITE)
 
     def decompress_error(self, exc: ValueError) -> CliError:
         """The one-line error of corrupt or truncated compressed data (cuckoo._dedup.compress)."""
