@@ -974,6 +974,50 @@ TEST_CASE(keyed_csv_records_equal_the_model_through_every_table_and_thread_count
     }
 }
 
+// Blocks of many hash batches (Block::kHashBatch records each), whose keys both threads frame at
+// once (frame_batch) and finish_records cuts: an invalid record or a key longer than max_key in
+// any batch, at its edges or past the block's first batch, stops the run right after the
+// records before it, with its line number, whichever thread framed it and whatever the other
+// framed after it; with 1-3 threads alike.
+TEST_CASE(a_record_that_stops_a_many_batch_block_cuts_it_exactly_there) {
+    constexpr size_t B = cuckoo::dedup::Block::kHashBatch;
+    std::mt19937_64 rng(37);
+    for (const size_t before : {size_t(0), size_t(1), B - 1, B, B + 1, 2 * B + 17, 3 * B + rng() % B}) {
+        for (int kind = 0; kind < 2; ++kind) {  // an invalid record, a key too long
+            const CsvDoc head = random_csv(rng, before), tail = random_csv(rng, 2 * B);
+            const std::string stop = kind == 0 ? "k1,\"open\"x\n" : std::string(80, 'L') + ",x\n";
+            const std::string path = temp_path("stop.csv");
+            write_file(path, head.data + stop + tail.data);
+            size_t newlines = 0;
+            for (char c : head.data) newlines += c == '\n';
+            for (unsigned threads : {1u, 2u, 3u}) {
+                cktest::context() = "before " + std::to_string(before) + " kind " + std::to_string(kind) +
+                                    " threads " + std::to_string(threads);
+                cuckoo::dedup::Options opt;
+                opt.block = size_t(1) << 20;  // (the whole file: one block)
+                opt.threads = threads;
+                opt.max_key = 40;
+                opt.framing.kind = cuckoo::dedup::FramingKind::csv;
+                opt.framing.fields.columns = {0};
+                auto in = open_inputs({path});
+                in[0].first_line = 2;
+                const int out = open_out(temp_path("out"));
+                const auto r =
+                    cuckoo::dedup::with_key_set(in, {0}, out, -1, cuckoo::KeyHasher{3}, opt, 1 << 30, 0, nullptr);
+                close_inputs(in);
+                ::close(out);
+                CHECK(r.status == (kind == 0 ? cuckoo::dedup::Status::bad_record : cuckoo::dedup::Status::key_too_long));
+                CHECK_EQ(r.lines, before);
+                if (kind == 0) {
+                    CHECK_EQ(r.bad_line, 2 + newlines);
+                    CHECK(r.message.find("not valid CSV") != std::string::npos);
+                }
+                CHECK(read_file(temp_path("out")) == head.kept);
+            }
+        }
+    }
+}
+
 TEST_CASE(an_invalid_csv_record_stops_the_run_after_the_records_before_it) {
     std::mt19937_64 rng(31);
     for (unsigned threads : {1u, 2u, 3u}) {

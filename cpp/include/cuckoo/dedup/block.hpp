@@ -140,6 +140,19 @@ struct Bytes {
     }
 };
 
+// The keys of one hash batch of a keyed block (Block::kHashBatch records), framed by the thread
+// that claimed the batch (hash_unclaimed): each batch has its own key buffer, so that both threads
+// frame the keys of one block at once. What stopped it is kept here until finish_records, after
+// every batch is done, cuts the block at the first batch that stopped.
+struct KeyBatch {
+    KeyScratch scratch;
+    FrameStop stop;           // stop.record: the record's index in the block
+    bool too_long = false;    // a key longer than max_key stopped it (it wins over a later stop)
+    size_t good = 0;          // its records before the stop that have their keys
+    uint64_t newlines = 0;    // the '\n' bytes of those records
+    std::exception_ptr error; // what framing it threw (no memory): the block's error
+};
+
 struct Block {
     uint64_t seq = 0;
     Bytes data;
@@ -173,13 +186,18 @@ struct Block {
     // (where the inserts are the slower side) unchanged.
     static constexpr size_t kHashBatch = 1024;
     size_t hash_batches = 0;
-    // Keyed records (Options::framing other than lines): each record's key (dedup/framing.hpp),
-    // the keys that had to be rewritten, why the block stopped early, and its '\n' bytes (a CSV
-    // record may hold several), for line numbers.
+    // Keyed records (Options::framing other than lines): each record's key (dedup/framing.hpp)
+    // in its batch's key buffer, why the block stopped early, and its '\n' bytes (a CSV record
+    // may hold several), for line numbers. The producer finds the record ends; the keys are
+    // framed batch by batch with the hashing, by whichever thread claims the batch (frame_batch),
+    // and finish_records makes the block of them.
     bool keyed = false;
+    const Framing* framing = nullptr;  // (keyed: Options::framing of the run)
+    uint64_t max_key = ~uint64_t(0);
+    bool unclosed = false;  // the input ended inside an open quote after the block's records
     std::unique_ptr<KeyRef[]> key_refs;
     size_t key_cap = 0;
-    KeyScratch scratch;
+    std::vector<std::unique_ptr<KeyBatch>> key_batches;
     FrameStop stop;
     uint64_t newlines = 0;
     std::atomic<size_t> hash_claimed{0};        // batches handed out (may pass hash_batches)
@@ -207,7 +225,8 @@ struct Block {
     KeySpan key(size_t j) const noexcept {
         if (keyed) {
             const KeyRef r = key_refs[j];
-            return KeySpan{reinterpret_cast<const unsigned char*>(scratch.keys.data()) + r.off, static_cast<size_t>(r.len)};
+            const std::string& keys = key_batches[j / kHashBatch]->scratch.keys;
+            return KeySpan{reinterpret_cast<const unsigned char*>(keys.data()) + r.off, static_cast<size_t>(r.len)};
         }
         const size_t start = j ? line_end[j - 1] : 0, end = line_end[j] - 1;
         const unsigned char* p = data.p.get();
@@ -349,60 +368,121 @@ inline uint64_t count_newlines(const unsigned char* p, size_t n) noexcept {
     return count;
 }
 
-// Splits a block of keyed records (Options::framing other than lines): their ends (for CSV, the
-// '\n's outside quotes), then each record's key (frame_records). A record that cannot be keyed,
-// or whose key is longer than max_key, cuts the block before it (b.bad, b.stop / b.too_long):
-// the run stops after the records before it.
+// Splits a block of keyed records (Options::framing other than lines) into records: their ends
+// (for CSV, the '\n's outside quotes). Their keys are framed with the hashing (frame_batch), and
+// finish_records then cuts the block before a record that cannot be keyed, or whose key is
+// longer than max_key (b.bad, b.stop / b.too_long): the run stops after the records before it.
 inline void split_records(Block& b, const Framing& f, uint64_t max_key) {
     b.line_count = 0;
     b.hash_batches = 0;
     b.keyed = true;
+    b.framing = &f;
+    b.max_key = max_key;
     b.stop = FrameStop{};
     const unsigned char* p = b.data.p.get();
     reserve_line_ends(b);
-    size_t n = f.quoted() ? csv_record_ends(p, b.used, f.fields.quote, b.line_end.get(), f.fields.delimiter)
-                          : newline_ends(p, b.used, b.line_end.get());
+    const size_t n = f.quoted() ? csv_record_ends(p, b.used, f.fields.quote, b.line_end.get(), f.fields.delimiter)
+                                : newline_ends(p, b.used, b.line_end.get());
     // A CSV block ends at a record end, except at the end of the input inside an open quote.
-    const bool unclosed = n == 0 ? b.used > 0 : b.line_end[n - 1] != b.used;
+    b.unclosed = n == 0 ? b.used > 0 : b.line_end[n - 1] != b.used;
     if (b.key_cap < n + 1) {
         const size_t cap = n + n / 8 + 1;
         fault::before_allocation();
         b.key_refs.reset(new KeyRef[cap]);
         b.key_cap = cap;
     }
-    // The keys are parts of their records (a few bytes more for several CSV columns' lengths, or
-    // a JSON number written out): room for about the block's bytes, through the allocation
-    // hook (tests/test_dedup_faults.py), so that framing a block rarely grows the buffer itself.
-    if (b.scratch.keys.capacity() < b.used + 64) {
+    b.line_count = n;
+    size_line_arrays(b, n);
+    while (b.key_batches.size() < b.hash_batches) {
         fault::before_allocation();
-        b.scratch.keys.reserve(b.used + b.used / 8 + 64);
+        b.key_batches.emplace_back(new KeyBatch());
     }
-    size_t good = frame_records(f, p, b.line_end.get(), n, b.key_refs.get(), b.scratch, b.stop);
-    if (!b.stop.stopped && unclosed) {
-        b.stop = FrameStop{true, KeyStatus::invalid, n, "not valid CSV: a quoted field is not closed at the end of the input"};
-    }
-    if (max_key != ~uint64_t(0)) {
-        for (size_t j = 0; j < good; ++j) {
-            if (b.key_refs[j].len > max_key) {
-                good = j;
-                b.too_long = true;
-                b.stop = FrameStop{};
-                break;
+}
+
+// Frames the keys of batch t of a block split_records split (the thread that claimed it). An
+// exception (no memory) is kept for finish_records, which makes it the block's error.
+inline void frame_batch(Block& b, size_t t) noexcept {
+    KeyBatch& kb = *b.key_batches[t];
+    const size_t first = t * Block::kHashBatch, count = std::min(Block::kHashBatch, b.lines() - first);
+    kb.stop = FrameStop{};
+    kb.too_long = false;
+    kb.good = 0;
+    kb.newlines = 0;
+    kb.error = nullptr;
+    const Framing& f = *b.framing;
+    const unsigned char* p = b.data.p.get();
+    const uint64_t* ends = b.line_end.get();
+    const size_t begin = first ? static_cast<size_t>(ends[first - 1]) : 0;
+    try {
+        // The keys are parts of their records (a few bytes more for several CSV columns'
+        // lengths, or a JSON number written out): room for about the batch's bytes, through the
+        // allocation hook (tests/test_dedup_faults.py), so that framing rarely grows it itself.
+        const size_t bytes = static_cast<size_t>(ends[first + count - 1]) - begin;
+        if (kb.scratch.keys.capacity() < bytes + 64) {
+            fault::before_allocation();
+            kb.scratch.keys.reserve(bytes + bytes / 8 + 64);
+        }
+        size_t good = frame_records(f, p, begin, ends + first, count, b.key_refs.get() + first, kb.scratch, kb.stop);
+        if (kb.stop.stopped) kb.stop.record += first;
+        if (b.max_key != ~uint64_t(0)) {
+            for (size_t j = 0; j < good; ++j) {
+                if (b.key_refs[first + j].len > b.max_key) {
+                    good = j;
+                    kb.too_long = true;
+                    kb.stop = FrameStop{};
+                    break;
+                }
             }
         }
+        kb.good = good;
+        const size_t good_end = good ? static_cast<size_t>(ends[first + good - 1]) : begin;
+        kb.newlines = f.quoted() ? count_newlines(p + begin, good_end - begin) : good;
+    } catch (...) {
+        kb.error = std::current_exception();
+        kb.good = 0;
+    }
+}
+
+// After every batch of a keyed block was framed and hashed: its records are those before the
+// first record that stopped a batch (or the input's unclosed quote), its newlines theirs.
+inline void finish_records(Block& b) {
+    if (!b.keyed || b.error) return;
+    const size_t n = b.lines();
+    size_t good = n;
+    uint64_t newlines = 0;
+    for (size_t t = 0; t < b.hash_batches; ++t) {
+        KeyBatch& kb = *b.key_batches[t];
+        if (kb.error) {
+            b.error = kb.error;
+            kb.error = nullptr;
+            return;
+        }
+        newlines += kb.newlines;
+        const size_t first = t * Block::kHashBatch;
+        if (kb.good < std::min(Block::kHashBatch, n - first)) {
+            good = first + kb.good;
+            if (kb.too_long)
+                b.too_long = true;
+            else
+                b.stop = std::move(kb.stop);
+            break;
+        }
+    }
+    if (good == n && b.unclosed) {
+        b.stop = FrameStop{true, KeyStatus::invalid, n, "not valid CSV: a quoted field is not closed at the end of the input"};
     }
     if (b.stop.stopped) b.bad = true;
-    if (good < n || unclosed) {  // (the records after the cut, and a virtual '\n' with them, are not this block's)
+    if (good < n || b.unclosed) {  // (the records after the cut, and a virtual '\n' with them, are not this block's)
         b.used = good ? static_cast<size_t>(b.line_end[good - 1]) : 0;
         b.virtual_nl = false;
     }
     b.line_count = good;
-    b.newlines = f.quoted() ? count_newlines(p, b.used) : good;
-    size_line_arrays(b, good);
+    b.newlines = newlines;
 }
 
 
-// Hashes the keys of lines [first, first + count) of a split block into b.hashes.
+// Hashes the keys of lines [first, first + count) of a split block into b.hashes (for keyed
+// records, within one batch, after frame_batch).
 inline void hash_lines(Block& b, const KeyHasher& hasher, size_t first, size_t count) noexcept {
     const unsigned char* p = b.data.p.get();
     const unsigned char* ptr[kBatchBlock];
@@ -417,10 +497,11 @@ inline void hash_lines(Block& b, const KeyHasher& hasher, size_t first, size_t c
             len[j] = static_cast<uint32_t>(k.len);
         }
         if (short_keys) {
-            // (The keys' buffer: the block's bytes, or its key buffer for keyed records.)
+            // (The keys' buffer: the block's bytes, or its batch's key buffer for keyed records:
+            // [first, first + count) lies in one batch.)
+            const std::string* const keys = b.keyed ? &b.key_batches[first / Block::kHashBatch]->scratch.keys : nullptr;
             const unsigned char* const readable_end =
-                b.keyed ? reinterpret_cast<const unsigned char*>(b.scratch.keys.data()) + b.scratch.keys.size()
-                        : p + b.data.size;
+                keys ? reinterpret_cast<const unsigned char*>(keys->data()) + keys->size() : p + b.data.size;
             hash_bytes_block(hasher, ptr, len, m, readable_end, b.hashes.data() + at);
         } else {
             for (unsigned j = 0; j < m; ++j) b.hashes[at + j] = hasher.hash_key(ptr[j], b.key(at + j).len);
@@ -428,11 +509,20 @@ inline void hash_lines(Block& b, const KeyHasher& hasher, size_t first, size_t c
     }
 }
 
-// Hashes the batches of a split block that no thread claimed yet.
+// Hashes the batches of a split block that no thread claimed yet (framing the keys of a keyed
+// block's batch first). Each batch reads only its records' bytes and writes only its own
+// entries (hashes, key refs, its KeyBatch), so two threads may run this on one block at once;
+// the block's fields that finish_records changes are read by neither.
 inline void hash_unclaimed(Block& b, const KeyHasher& hasher) noexcept {
+    const size_t n = b.lines();
     for (size_t t; (t = b.hash_claimed.fetch_add(1, std::memory_order_relaxed)) < b.hash_batches;) {
         const size_t first = t * Block::kHashBatch;
-        hash_lines(b, hasher, first, std::min(Block::kHashBatch, b.lines() - first));
+        size_t count = std::min(Block::kHashBatch, n - first);
+        if (b.keyed) {
+            frame_batch(b, t);
+            count = b.key_batches[t]->good;
+        }
+        hash_lines(b, hasher, first, count);
     }
 }
 
@@ -448,6 +538,7 @@ inline void split_block(Block& b, const Options& opt) {
 inline void split_and_hash(Block& b, const KeyHasher& hasher, const Options& opt) {
     split_block(b, opt);
     hash_unclaimed(b, hasher);
+    finish_records(b);
 }
 
 // The bytes of lines [b.write_from, k) whose keep flag equals `kept`, in order, into `out` (its

@@ -86,14 +86,14 @@ struct KeyScratch {
     JsonKeyReader json;  // (its stack and tree, kept from record to record)
 };
 
-// Frames the records whose ends are ends[0, count) (one past each record's '\n') in p: fills
-// refs[j] with record j's key; stops at the first record without a key (stop.record, stop.why,
-// stop.message) and returns how many records before it have their keys (count when none
-// stopped).
-inline size_t frame_records(const Framing& f, const unsigned char* p, const uint64_t* ends, size_t count,
-                            KeyRef* refs, KeyScratch& scratch, FrameStop& stop) {
+// Frames the records whose ends are ends[0, count) (one past each record's '\n') in p, the
+// first of them starting at p[begin]: fills refs[j] with record j's key; stops at the first
+// record without a key (stop.record, stop.why, stop.message) and returns how many records before
+// it have their keys (count when none stopped).
+inline size_t frame_records(const Framing& f, const unsigned char* p, size_t begin, const uint64_t* ends,
+                            size_t count, KeyRef* refs, KeyScratch& scratch, FrameStop& stop) {
     scratch.keys.clear();
-    size_t start = 0;
+    size_t start = begin;
     for (size_t j = 0; j < count; ++j) {
         const size_t end = static_cast<size_t>(ends[j]) - 1;  // the record's '\n'
         size_t len = end - start;

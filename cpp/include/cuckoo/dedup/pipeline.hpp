@@ -378,13 +378,15 @@ private:
     // may take it meanwhile: it then only reads its hashes too.
     void warm_next() {
         Block* b;
+        size_t n;
         {
             std::lock_guard<std::mutex> g(queue_mutex_);
             b = block_to_warm();
             if (!b) return;
             warmed_up_to_ = b->seq + 1;
+            n = b->lines();  // (read here: once taken, finish_records may cut a keyed block)
         }
-        warm_next_block_(b->hashes.data(), b->lines());
+        warm_next_block_(b->hashes.data(), n);
     }
     // What produce_one did: read a block (the last one, when it ended the input or failed), or
     // nothing (stopped; or, for a producer that also writes, a block is waiting to be written
@@ -421,7 +423,8 @@ private:
             try {
                 std::lock_guard<std::mutex> rg(read_mutex_);
                 b->seq = next_seq_++;
-                if (input_done_) {
+                if (input_done_ || reading_stopped_.load(std::memory_order_relaxed)) {
+                    input_done_ = true;
                     b->end = true;
                     b->error = nullptr;
                 } else if (!read_block(*b, wait, give_way)) {
@@ -454,6 +457,8 @@ private:
                         input_done_ = true;
                     }
                     split = true;
+                    // (A keyed block learns that a record stops it only once its batches are
+                    // framed: the calling thread then says so through reading_stopped_.)
                 } catch (...) {
                     b->error = std::current_exception();
                 }
@@ -555,6 +560,10 @@ private:
                     // The batches the producer claimed: it is hashing them now, so this waits
                     // for no more than one batch (kHashBatch keys).
                     while (b->producer_hashing.load(std::memory_order_acquire)) std::this_thread::yield();
+                    finish_records(*b);
+                    // Nothing after a record that stops the run is applied: the producers read
+                    // no further (they may have read a few blocks ahead, which are dropped).
+                    if (b->bad || b->too_long || b->error) reading_stopped_.store(true, std::memory_order_relaxed);
                     prefetch_hashes(*b);
                 }
                 return b;
@@ -743,6 +752,7 @@ private:
     uint64_t warmed_up_to_ = 0;    // blocks before this seq were warmed (or taken first)
     std::atomic<size_t> block_target_{0};  // bytes a read aims at (0: opt_.block), size_blocks_from
     std::atomic<bool> stop_{false};
+    std::atomic<bool> reading_stopped_{false};  // a block taken stops the run: read no more
     std::exception_ptr fatal_;
     std::vector<std::thread> threads_;
 

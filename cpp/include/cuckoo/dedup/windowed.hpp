@@ -82,7 +82,7 @@ inline Result with_window(std::vector<Input> inputs, int out_fd, int dropped_fd,
                     KeyRef ref;
                     FrameStop stop;
                     double t;
-                    const bool found = frame_records(*time_field, data + start, &local_end, 1, &ref, scratch, stop) == 1;
+                    const bool found = frame_records(*time_field, data + start, 0, &local_end, 1, &ref, scratch, stop) == 1;
                     if (found && parse_time(scratch.keys.data() + ref.off, static_cast<size_t>(ref.len), t) &&
                         window.time_ok(t)) {
                         timed[m] = static_cast<uint32_t>(j);
