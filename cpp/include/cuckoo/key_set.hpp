@@ -48,6 +48,35 @@
 
 namespace cuckoo {
 
+// a[0, n) == b[0, n). Keys up to 16 bytes (ids, short codes: most keyed records) compare by
+// two overlapping loads of each, inline: the call to memcmp a tag match was 5% of a keyed
+// CSV dedup by an integer id (perf, one thread, Zen 4). Reads nothing outside [0, n).
+inline bool equal_bytes(const unsigned char* a, const unsigned char* b, size_t n) noexcept {
+    if (n >= 8 && n <= 16) {
+        uint64_t a0, a1, b0, b1;
+        std::memcpy(&a0, a, 8);
+        std::memcpy(&b0, b, 8);
+        std::memcpy(&a1, a + n - 8, 8);
+        std::memcpy(&b1, b + n - 8, 8);
+        return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+    }
+    if (n >= 4 && n < 8) {
+        uint32_t a0, a1, b0, b1;
+        std::memcpy(&a0, a, 4);
+        std::memcpy(&b0, b, 4);
+        std::memcpy(&a1, a + n - 4, 4);
+        std::memcpy(&b1, b + n - 4, 4);
+        return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+    }
+    if (n < 4) {
+        for (size_t i = 0; i < n; ++i)
+            if (a[i] != b[i]) return false;
+        return true;
+    }
+    return std::memcmp(a, b, n) == 0;
+}
+
+
 class KeySet {
 public:
     static constexpr unsigned kSlots = 4;
@@ -439,7 +468,7 @@ private:
         const unsigned char* rec = record(ref);
         uint64_t len;
         const unsigned head = read_length(rec, len);
-        return len == key.len && (len == 0 || std::memcmp(rec + head, key.data, len) == 0);
+        return len == key.len && equal_bytes(rec + head, key.data, static_cast<size_t>(len));
     }
 
     bool find(KeySpan key, uint64_t h, const KeyHash& k) const noexcept { return find_ref(key, h, k) != kNoRef; }
