@@ -332,3 +332,53 @@ def test_install_hints_name_the_distribution():
                             bad.append(f"{name}:{n}: {line.strip()}")
     assert not bad, bad
     assert "pip install 'fastcuckoo[zstd]'" in cz.ZSTD_HINT
+
+
+# ---- the two gzip decoders: ISA-L's (the gzip extra, in the test extra) and the standard library's
+
+isal_igzip = pytest.importorskip("isal.igzip")
+
+
+@pytest.mark.parametrize("decoder", cz.GZIP_DECODERS)
+def test_each_gzip_decoder_reads_members_and_refuses_bad_data(decoder, monkeypatch):
+    monkeypatch.setenv("CUCKOO_GZIP", decoder)
+    assert cz.gzip_reader_class() is (isal_igzip.IGzipFile if decoder == "isal" else gzip.GzipFile)
+    members = gzip.compress(DATA) + gzip.compress(b"second member\n", compresslevel=1)
+    assert read_pipe(cz.open_input(io.BytesIO(members))) == DATA + b"second member\n"
+    good = gzip.compress(DATA)
+    for bad in (good[: len(good) // 2], good[:20] + bytes(200) + good[220:], good + b"trailing garbage"):
+        with cz.open_input(io.BytesIO(bad), "in.gz") as r:
+            with pytest.raises(ValueError, match="in.gz: not valid gzip data: corrupt or truncated"):
+                read_all(r)
+
+
+def test_gzip_decoder_default_is_isal_and_the_choice_is_checked(monkeypatch):
+    monkeypatch.delenv("CUCKOO_GZIP", raising=False)
+    assert cz.gzip_reader_class() is isal_igzip.IGzipFile
+    monkeypatch.setenv("CUCKOO_GZIP", "fast")
+    with pytest.raises(ValueError, match="CUCKOO_GZIP='fast': expected one of isal, stdlib"):
+        cz.gzip_reader_class()
+    monkeypatch.setitem(__import__("sys").modules, "isal", None)  # as if the extra were missing
+    monkeypatch.setenv("CUCKOO_GZIP", "isal")
+    with pytest.raises(ImportError, match=r"fastcuckoo\[gzip\]"):
+        cz.gzip_reader_class()
+    monkeypatch.delenv("CUCKOO_GZIP")
+    assert cz.gzip_reader_class() is gzip.GzipFile  # without it: the standard library's
+
+
+@pytest.mark.parametrize("decoder", cz.GZIP_DECODERS)
+def test_keyed_dedup_of_a_gzipped_csv_is_the_same_with_either_decoder(decoder, monkeypatch, tmp_path):
+    import cuckoo
+
+    rows = ["id,note"] + [f"{i % 700},\"n, {i}\"" for i in range(5000)]
+    src = tmp_path / "in.csv.gz"
+    src.write_bytes(gzip.compress(("\n".join(rows) + "\n").encode()))
+    monkeypatch.setenv("CUCKOO_GZIP", decoder)
+    out = tmp_path / "out.csv"
+    cuckoo.dedup(str(src), str(out), csv=True, key="id")
+    seen, want = set(), [rows[0]]
+    for row in rows[1:]:
+        if row.split(",", 1)[0] not in seen:
+            seen.add(row.split(",", 1)[0])
+            want.append(row)
+    assert out.read_text().splitlines() == want
