@@ -191,3 +191,28 @@ def test_corrupt_ipc_cli_exit_code(tmp_path):
     assert r.returncode == EXIT_USAGE != 0, r.stderr
     assert "Traceback" not in r.stderr
     assert str(bad) in r.stderr and "Arrow IPC" in r.stderr
+
+
+def test_read_ahead_yields_in_order_raises_where_the_error_was_and_leaves_no_thread():
+    import threading
+
+    def items(fail_at):
+        for i in range(6):
+            if i == fail_at:
+                raise OSError(f"read {i} failed")
+            yield i
+
+    def reading_threads():
+        return [t for t in threading.enumerate() if t.name.startswith("cuckoo-read-ahead")]
+
+    assert list(co._read_ahead(items(None))) == list(range(6))
+    got = []
+    with pytest.raises(OSError, match="read 3 failed"):
+        for x in co._read_ahead(items(3)):
+            got.append(x)
+    assert got == [0, 1, 2]  # every item before the failed read, then its error
+    ahead = co._read_ahead(items(None))
+    assert next(ahead) == 0
+    ahead.close()  # closed early (the caller's error): the read in flight is waited for
+    assert reading_threads() == []
+

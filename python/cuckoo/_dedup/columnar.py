@@ -14,7 +14,7 @@ A row whose key is null follows ``missing`` (keep, drop, or error naming its row
 from __future__ import annotations
 
 import os
-from typing import Any, Iterator, Optional, Tuple
+from typing import Any, Generator, Iterator, Optional, Tuple
 
 from .._numpy import np
 
@@ -103,6 +103,29 @@ def _validated(path: str, fmt: str, batches: Iterator[Any]) -> Iterator[Any]:
         yield batch
 
 
+def _read_ahead(items: Iterator[Any]) -> Generator[Any, None, None]:
+    """The items of `items`, the next one read (and validated) on a thread while the caller works
+    on the one it has: pyarrow reads and decodes a row group without the GIL, so the read
+    overlaps the key set's inserts and the writer's encoding of the group before. Measured on
+    3*10^6 rows in row groups of 2^20 (benchmarks/dedup_records.py, Zen 4): reading was 0.93 s
+    of a 2.1 s run. At most two groups are in memory. An error of a read is raised where its
+    item would have come; closing the generator waits for a read in flight."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    end = object()
+    pool = ThreadPoolExecutor(1, thread_name_prefix="cuckoo-read-ahead")
+    try:
+        pending = pool.submit(next, items, end)
+        while True:
+            item = pending.result()
+            if item is end:
+                return
+            pending = pool.submit(next, items, end)
+            yield item
+    finally:
+        pool.shutdown(wait=True)
+
+
 def _batches(path: str, fmt: str) -> Tuple[Any, Iterator[Any], Any]:
     """(schema, iterator of validated RecordBatches or Tables in file order, closer)."""
     pa = _pyarrow()
@@ -116,10 +139,16 @@ def _batches(path: str, fmt: str) -> Tuple[Any, Iterator[Any], Any]:
             raise _invalid(path, fmt, exc) from None
 
         def groups() -> Iterator[Any]:
-            for i in range(pf.num_row_groups):  # one row group in memory at a time
+            for i in range(pf.num_row_groups):  # one row group read ahead of the one in use
                 yield pf.read_row_group(i)
 
-        return pf.schema_arrow, _validated(path, fmt, groups()), pf.close
+        ahead = _read_ahead(_validated(path, fmt, groups()))
+
+        def close() -> None:
+            ahead.close()  # (waits for a read in flight: the file is closed after it)
+            pf.close()
+
+        return pf.schema_arrow, ahead, close
     reader, source = _open_ipc(path, fmt)
     if fmt == "ipc":
         return (reader.schema, _validated(path, fmt, (reader.get_batch(i) for i in range(reader.num_record_batches))),
