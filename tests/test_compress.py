@@ -336,11 +336,13 @@ def test_install_hints_name_the_distribution():
 
 # ---- the two gzip decoders: ISA-L's (the gzip extra, in the test extra) and the standard library's
 
-isal_igzip = pytest.importorskip("isal.igzip")
+@pytest.fixture
+def isal_igzip():
+    return pytest.importorskip("isal.igzip")  # (the test extra has it; only these tests need it)
 
 
 @pytest.mark.parametrize("decoder", cz.GZIP_DECODERS)
-def test_each_gzip_decoder_reads_members_and_refuses_bad_data(decoder, monkeypatch):
+def test_each_gzip_decoder_reads_members_and_refuses_bad_data(decoder, monkeypatch, isal_igzip):
     monkeypatch.setenv("CUCKOO_GZIP", decoder)
     assert cz.gzip_reader_class() is (isal_igzip.IGzipFile if decoder == "isal" else gzip.GzipFile)
     members = gzip.compress(DATA) + gzip.compress(b"second member\n", compresslevel=1)
@@ -352,7 +354,7 @@ def test_each_gzip_decoder_reads_members_and_refuses_bad_data(decoder, monkeypat
                 read_all(r)
 
 
-def test_gzip_decoder_default_is_isal_and_the_choice_is_checked(monkeypatch):
+def test_gzip_decoder_default_is_isal_and_the_choice_is_checked(monkeypatch, isal_igzip):
     monkeypatch.delenv("CUCKOO_GZIP", raising=False)
     assert cz.gzip_reader_class() is isal_igzip.IGzipFile
     monkeypatch.setenv("CUCKOO_GZIP", "fast")
@@ -367,7 +369,7 @@ def test_gzip_decoder_default_is_isal_and_the_choice_is_checked(monkeypatch):
 
 
 @pytest.mark.parametrize("decoder", cz.GZIP_DECODERS)
-def test_keyed_dedup_of_a_gzipped_csv_is_the_same_with_either_decoder(decoder, monkeypatch, tmp_path):
+def test_keyed_dedup_of_a_gzipped_csv_is_the_same_with_either_decoder(decoder, monkeypatch, tmp_path, isal_igzip):
     import cuckoo
 
     rows = ["id,note"] + [f"{i % 700},\"n, {i}\"" for i in range(5000)]
