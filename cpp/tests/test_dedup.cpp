@@ -982,7 +982,7 @@ TEST_CASE(keyed_csv_records_equal_the_model_through_every_table_and_thread_count
 TEST_CASE(a_record_that_stops_a_many_batch_block_cuts_it_exactly_there) {
     constexpr size_t B = cuckoo::dedup::Block::kHashBatch;
     std::mt19937_64 rng(37);
-    for (const size_t before : {size_t(0), size_t(1), B - 1, B, B + 1, 2 * B + 17, 3 * B + rng() % B}) {
+    for (const size_t before : {size_t(0), size_t(1), B - 1, B, B + 1, 2 * B + 17, static_cast<size_t>(3 * B + rng() % B)}) {
         for (int kind = 0; kind < 2; ++kind) {  // an invalid record, a key too long
             const CsvDoc head = random_csv(rng, before), tail = random_csv(rng, 2 * B);
             const std::string stop = kind == 0 ? "k1,\"open\"x\n" : std::string(80, 'L') + ",x\n";
