@@ -46,6 +46,8 @@ for t in $all_tests; do
   done
 done | xargs -P 2 -L 1 bash -c 'compile "$@"' _
 
+echo "compiles done after $SECONDS s"
+
 # The tests read tests/data relative to the repository root (CUCKOO_TEST_DATA above). Two runs
 # at a time (each is one thread; test_dedup and test_store work in their own mkdtemp folders),
 # each into its own log, reported in order afterwards.
@@ -69,4 +71,4 @@ for t in $all_tests; do
   done
 done
 [ "$failed" = 0 ]
-echo "cross-compiled C++ tests passed (x86_64 Clang, aarch64 and s390x under qemu-user)"
+echo "cross-compiled C++ tests passed (x86_64 Clang, aarch64 and s390x under qemu-user) in $SECONDS s"
