@@ -166,6 +166,10 @@ struct Block {
     std::exception_ptr error;  // what reading it threw
     std::unique_ptr<uint64_t[]> line_end;  // one past each line's '\n' (line_count of them)
     size_t line_count = 0, line_cap = 0;
+    // How many record ends the read already listed in line_end (a quoted framing: the read scans
+    // for them anyway, csv_scan_ends), or kEndsNotListed: split_records then scans the block.
+    static constexpr size_t kEndsNotListed = SIZE_MAX;
+    size_t listed_ends = kEndsNotListed;
     std::vector<uint64_t> hashes;
     std::unique_ptr<bool[]> keep;
     size_t keep_cap = 0;
@@ -317,11 +321,17 @@ inline void size_line_arrays(Block& b, size_t n) {
 // its '\n'): no check per line. The entries are not initialized: only those of the lines are
 // ever written (and take memory), and the slack of 1/8 keeps a block a little larger than the last
 // from allocating again.
-inline void reserve_line_ends(Block& b) {
-    if (b.line_cap < b.used + kNewlineSlack) {
-        const size_t cap = b.used + b.used / 8 + kNewlineSlack;
+// `bytes`: the block's size to make room for (b.used by default); `keep`: the entries already
+// written that a larger array must carry over (the read lists a CSV block's record ends while
+// the block grows: Block::listed_ends).
+inline void reserve_line_ends(Block& b, size_t bytes = SIZE_MAX, size_t keep = 0) {
+    if (bytes == SIZE_MAX) bytes = b.used;
+    if (b.line_cap < bytes + kNewlineSlack) {
+        const size_t cap = bytes + bytes / 8 + kNewlineSlack;
         fault::before_allocation();
-        b.line_end.reset(new uint64_t[cap]);
+        std::unique_ptr<uint64_t[]> grown(new uint64_t[cap]);
+        if (keep) std::memcpy(grown.get(), b.line_end.get(), keep * sizeof(uint64_t));
+        b.line_end = std::move(grown);
         b.line_cap = cap;
     }
 }
@@ -380,9 +390,13 @@ inline void split_records(Block& b, const Framing& f, uint64_t max_key) {
     b.max_key = max_key;
     b.stop = FrameStop{};
     const unsigned char* p = b.data.p.get();
-    reserve_line_ends(b);
-    const size_t n = f.quoted() ? csv_record_ends(p, b.used, f.fields.quote, b.line_end.get(), f.fields.delimiter)
-                                : newline_ends(p, b.used, b.line_end.get());
+    size_t n = b.listed_ends;
+    b.listed_ends = Block::kEndsNotListed;  // (used once: the next read lists its own)
+    if (n == Block::kEndsNotListed) {
+        reserve_line_ends(b);
+        n = f.quoted() ? csv_record_ends(p, b.used, f.fields.quote, b.line_end.get(), f.fields.delimiter)
+                       : newline_ends(p, b.used, b.line_end.get());
+    }
     // A CSV block ends at a record end, except at the end of the input inside an open quote.
     b.unclosed = n == 0 ? b.used > 0 : b.line_end[n - 1] != b.used;
     if (b.key_cap < n + 1) {

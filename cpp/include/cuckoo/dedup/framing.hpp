@@ -64,9 +64,15 @@ struct FrameStop {
 // One past the last record end in p[0, n) (p[0] starts a record), or 0 when there is none yet;
 // `cut` carries the scan from one call to the next over a growing buffer (a record longer than a
 // block: the pipeline reads more and asks again).
-inline size_t record_end_before(const Framing& f, const unsigned char* p, size_t n, CsvCut& cut) noexcept {
+// `ends` (quoted framings only, else unused): where to list every record end found, as
+// csv_scan_ends does.
+inline size_t record_end_before(const Framing& f, const unsigned char* p, size_t n, CsvCut& cut,
+                                uint64_t* ends = nullptr) noexcept {
     if (f.quoted()) {
-        csv_scan(p, n, f.fields.quote, cut, f.fields.delimiter);
+        if (ends)
+            csv_scan_ends(p, n, f.fields.quote, cut, ends, f.fields.delimiter);
+        else
+            csv_scan(p, n, f.fields.quote, cut, f.fields.delimiter);
         return cut.last_end;
     }
     for (size_t i = n; i > cut.searched; --i) {

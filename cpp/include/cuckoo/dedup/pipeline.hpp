@@ -144,6 +144,7 @@ private:
         b.write_from = 0;
         b.write_to = SIZE_MAX;
         b.use_formatted = false;
+        b.listed_ends = Block::kEndsNotListed;
         Bytes& d = b.data;
         d.size = 0;
         const auto began = std::chrono::steady_clock::now();
@@ -162,9 +163,16 @@ private:
             size_t target = std::max(sized ? sized : opt_.block, d.size + 1);
             bool eof = false;
             // Where the records of d end so far (lines: at the last '\n'; CSV: at the last '\n'
-            // outside quotes), scanned once over the bytes as they come.
+            // outside quotes), scanned once over the bytes as they come. A CSV scan lists every
+            // record end in b.line_end on the way (all of them up to the block's end: the block
+            // ends at the last one), for split_records.
             CsvCut cut;
-            const auto record_end = [&] { return record_end_before(opt_.framing, d.p.get(), d.size, cut); };
+            const bool list_ends = opt_.framing.quoted();
+            const auto record_end = [&] {
+                if (!list_ends) return record_end_before(opt_.framing, d.p.get(), d.size, cut);
+                reserve_line_ends(b, d.size, cut.end_count);
+                return record_end_before(opt_.framing, d.p.get(), d.size, cut, b.line_end.get());
+            };
             // The whole records of d make the block; the rest waits in carry_.
             const auto take_records_to = [&](size_t used) {
                 carry_.append(d.p.get() + used, d.size - used);
@@ -172,6 +180,7 @@ private:
                 b.used = used;
                 b.input = src_;
                 b.last_input = src_ + 1 == inputs_.size();
+                if (list_ends) b.listed_ends = cut.end_count;
             };
             while (true) {
                 d.reserve(target + 1);  // + 1: room for a virtual '\n'
@@ -226,6 +235,10 @@ private:
                 b.virtual_nl = true;
             }
             b.used = d.size;
+            if (list_ends) {  // the ends up to the input's end, its virtual '\n' included
+                record_end();
+                b.listed_ends = cut.end_count;
+            }
             return true;
         }
     }
