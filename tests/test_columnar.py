@@ -32,17 +32,22 @@ def expected(t: "pa.Table", key: str) -> "pd.DataFrame":
 
 @pytest.mark.parametrize("exact", [True, False])
 @pytest.mark.parametrize("key", ["event_id", "n"])
-def test_parquet_round_trip_equals_pandas(tmp_path, exact, key):
+def test_parquet_round_trip_equals_pandas(tmp_path, monkeypatch, exact, key):
     t = table(5000, 1)
     src, dst, drp = tmp_path / "in.parquet", tmp_path / "out.parquet", tmp_path / "dropped.parquet"
     pq.write_table(t, src, row_group_size=700)  # 8 row groups
+    monkeypatch.setattr(co, "READ_BATCH_ROWS", 300)  # read batches that cut the row groups anywhere
     r = co.dedup_columnar(src, dst, key, exact=exact, dropped=drp, **({} if exact else {"fpr": 1e-7}))
     got = pq.read_table(dst)
     assert got.schema == t.schema  # the same schema, nested and timestamp columns included
     pd.testing.assert_frame_equal(got.to_pandas(), expected(t, key))
-    assert r.rows_read == 5000 and r.batches == 8 and r.rows_kept == got.num_rows
-    # Streamed: one output row group per input row group that keeps a row (late ones may keep none).
-    assert 1 < pq.ParquetFile(dst).num_row_groups <= 8
+    assert r.rows_read == 5000 and r.batches == 17 and r.rows_kept == got.num_rows
+    # Streamed, the output cut about as the input was: each row group but the last holds the
+    # input's 700 rows or a read batch's worth more; the last holds the rest.
+    for out in (dst, drp):
+        meta = pq.ParquetFile(out).metadata
+        sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+        assert all(700 <= n < 700 + 300 for n in sizes[:-1]) and 0 < sizes[-1] < 700 + 300, sizes
     # kept + dropped == the input, as a multiset of rows
     both = pd.concat([got.to_pandas(), pq.read_table(drp).to_pandas()])
     a = both.astype(str).sort_values(list(both.columns)).reset_index(drop=True)
@@ -259,3 +264,33 @@ def test_a_parquet_dedup_does_not_import_pandas(tmp_path):
             "print('pandas' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_a_failed_write_is_raised_and_leaves_no_thread(tmp_path, monkeypatch):
+    """The rows are written on a thread (_WriteBehind): a write that fails (a full disk) raises
+    its error from the dedup, after the row groups before it were written whole and in order,
+    and no writing thread is left behind."""
+    import threading
+
+    t = table(12000, 6)  # about 2,900 rows kept: 5 row groups of 500 or more
+    src, dst = tmp_path / "in.parquet", tmp_path / "out.parquet"
+    pq.write_table(t, src, row_group_size=500)
+    monkeypatch.setattr(co, "READ_BATCH_ROWS", 200)
+    writes = []
+    real = co._Writer.write
+
+    def failing(self, piece):
+        if self.path == str(dst):
+            writes.append(piece.num_rows)
+            if len(writes) == 2:
+                raise OSError(28, "No space left on device")
+        real(self, piece)
+
+    monkeypatch.setattr(co._Writer, "write", failing)
+    with pytest.raises(OSError, match="No space left"):
+        co.dedup_columnar(src, dst, "event_id", exact=True)
+    assert [th for th in threading.enumerate() if th.name.startswith("cuckoo-write-behind")] == []
+    got = pq.read_table(dst).to_pandas()  # (the writer is closed: a valid file of the first group)
+    assert len(got) == writes[0] >= 500
+    assert len(writes) == 2  # nothing written after the failed piece: the output has no gap
+    pd.testing.assert_frame_equal(got, expected(t, "event_id")[:writes[0]])

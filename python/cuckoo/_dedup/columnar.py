@@ -1,12 +1,13 @@
-"""Dedup of Parquet and Arrow IPC files by a column, one row group / record batch at a time.
+"""Dedup of Parquet and Arrow IPC files by a column, one record batch at a time.
 
 Needs the ``arrow`` extra (pyarrow). The input is recognised by its magic bytes (``PAR1``:
 Parquet; ``ARROW1``: the Arrow IPC file format; a continuation marker: the IPC stream format);
 the output is written in the input's format (or the one its suffix names: ``.parquet``,
-``.arrow``/``.feather``/``.ipc``, ``.arrows``) with the input's schema. Each row group (Parquet)
-or record batch (IPC) is read, its key column goes through the filter or store in one bulk call
-(Arrow arrays go in without a copy), and the first row of each key is written whole; the file is
-never loaded at once.
+``.arrow``/``.feather``/``.ipc``, ``.arrows``) with the input's schema. Each record batch (Parquet:
+of up to READ_BATCH_ROWS rows, read on a thread one batch ahead; IPC: the file's own) is read,
+its key column goes through the filter or key set in one bulk call (Arrow arrays go in without a
+copy), and the first row of each key is written whole, on a thread of its own (a Parquet output
+in row groups of about the input's); the file is never loaded at once.
 
 A row whose key is null follows ``missing`` (keep, drop, or error naming its row number, from 1).
 """
@@ -49,7 +50,8 @@ def _pyarrow() -> Any:
 
 
 class ColumnarResult:
-    """Rows read, kept and dropped, and the row groups or batches processed."""
+    """Rows read, kept and dropped, and the batches the input was read in (Parquet: of up to
+    READ_BATCH_ROWS rows; Arrow IPC: its record batches)."""
 
     def __init__(self, rows_read: int, rows_kept: int, batches: int) -> None:
         self.rows_read = rows_read
@@ -126,6 +128,52 @@ def _read_ahead(items: Iterator[Any]) -> Generator[Any, None, None]:
         pool.shutdown(wait=True)
 
 
+class _WriteBehind:
+    """Selects and writes each group's kept and dropped rows on a thread of its own while the
+    caller inserts the next group's keys: pyarrow selects, encodes and compresses without the
+    GIL. One group at a time, in order (at most one waits, so memory stays at about three
+    groups: reading, deciding, writing). A write's error is raised at the next submit or at
+    close, which waits for the write in flight."""
+
+    def __init__(self) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix="cuckoo-write-behind")
+        self.pending: Any = None
+        self.failed = False  # a write failed: nothing more is written (no gap in the output)
+
+    def submit(self, fn: Any, *args: Any) -> None:
+        self.wait()
+        self.pending = self.pool.submit(fn, *args)
+
+    def wait(self) -> None:
+        pending, self.pending = self.pending, None
+        if pending is not None:
+            try:
+                pending.result()
+            except BaseException:
+                self.failed = True
+                raise
+
+    def close(self) -> None:
+        try:
+            self.wait()
+        finally:
+            self.pool.shutdown(wait=True)
+
+
+# Parquet is read in record batches of this many rows (which may span row groups), not whole row
+# groups: measured on the 3*10^6 rows of benchmarks/dedup_records.py in row groups of 2^20 (Zen 4,
+# KVM guest, 6 alternating runs of reading and validating alone), 0.36-0.43 s against
+# 0.37-1.09 s (median 0.63) by row group, and 259 against 366 MiB peak: a group's hundreds of MiB
+# are fresh memory each time, and first touches of memory are slow and erratic on such a guest.
+READ_BATCH_ROWS = 1 << 17
+# The rows of each row group written to a Parquet output: the input's row-group size (at most
+# 2^20, pyarrow's default) when the input is Parquet, so that the output is cut about as the
+# input was; else each kept batch is written as it comes.
+MAX_OUTPUT_GROUP_ROWS = 1 << 20
+
+
 def _batches(path: str, fmt: str) -> Tuple[Any, Iterator[Any], Any]:
     """(schema, iterator of validated RecordBatches or Tables in file order, closer)."""
     pa = _pyarrow()
@@ -138,11 +186,9 @@ def _batches(path: str, fmt: str) -> Tuple[Any, Iterator[Any], Any]:
         except (pa.ArrowException, ValueError, OSError) as exc:
             raise _invalid(path, fmt, exc) from None
 
-        def groups() -> Iterator[Any]:
-            for i in range(pf.num_row_groups):  # one row group read ahead of the one in use
-                yield pf.read_row_group(i)
-
-        ahead = _read_ahead(_validated(path, fmt, groups()))
+        # Read in batches of READ_BATCH_ROWS, not a row group at a time, and one batch ahead of
+        # the one in use.
+        ahead = _read_ahead(_validated(path, fmt, iter(pf.iter_batches(batch_size=READ_BATCH_ROWS))))
 
         def close() -> None:
             ahead.close()  # (waits for a read in flight: the file is closed after it)
@@ -187,6 +233,35 @@ class _Writer:
     def close(self) -> None:
         if self.w is not None:
             self.w.close()
+
+
+class _GroupedWriter:
+    """A _Writer that gathers the selected rows of several batches into one written piece of at
+    least `group_rows` rows (a Parquet row group; 0: each batch's rows as they come)."""
+
+    def __init__(self, writer: _Writer, group_rows: int) -> None:
+        self.writer = writer
+        self.group_rows = group_rows
+        self.pending: list = []
+        self.rows = 0
+
+    def write_rows(self, batch: Any, mask: Any) -> None:
+        if self.writer.w is None:
+            return
+        if not self.group_rows:
+            self.writer.write_rows(batch, mask)
+            return
+        selected = batch.filter(_arrow_of(mask))
+        if selected.num_rows:
+            self.pending.append(selected)
+            self.rows += selected.num_rows
+        if self.rows >= self.group_rows:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.pending:
+            pending, self.pending, self.rows = self.pending, [], 0
+            self.writer.write(_pyarrow().Table.from_batches(pending))
 
 
 def _one_array(col: Any) -> Any:
@@ -284,6 +359,18 @@ def dedup_columnar(source: Any, out: Any, key: str, *, exact: bool = False, filt
                       seed=seed if seed is not None else "random")
     writer = _Writer(out_path, wfmt, schema)
     drop_writer = _Writer(dropped_path, wfmt, schema)
+    group_rows = _input_group_rows(path) if fmt == "parquet" and wfmt == "parquet" else 0
+    kept_rows, dropped_rows = _GroupedWriter(writer, group_rows), _GroupedWriter(drop_writer, group_rows)
+
+    def write_group(rows: Any, mask: Any) -> None:
+        kept_rows.write_rows(rows, mask)
+        dropped_rows.write_rows(rows, ~mask)
+
+    def flush() -> None:
+        kept_rows.flush()
+        dropped_rows.flush()
+
+    behind = _WriteBehind()
     read = kept = count = 0
     try:
         for batch in batches:
@@ -291,32 +378,49 @@ def dedup_columnar(source: Any, out: Any, key: str, *, exact: bool = False, filt
             col = _one_array(batch.column(batch.schema.get_field_index(key)))
             n = batch.num_rows
             nulls = _null_mask(col) if col.null_count else None
-            mask = np.zeros(n, dtype=bool)
-            keyed = np.arange(n) if nulls is None else np.flatnonzero(~nulls)
-            if nulls is not None and missing == "error":
-                first = int(np.flatnonzero(nulls)[0])
-                keyed = keyed[keyed < first]
-            keys = _keys_of(col.take(_arrow_of(keyed)) if nulls is not None else col, key)
-            if len(keyed):
-                mask[keyed] = np.asarray(seen.add_unique_many(keys), dtype=bool)
-            if nulls is not None and missing == "keep":
-                mask |= nulls
-            if nulls is not None and missing == "error":
-                first = int(np.flatnonzero(nulls)[0])
-                writer.write_rows(batch.slice(0, first), mask[:first])
-                drop_writer.write_rows(batch.slice(0, first), ~mask[:first])
-                raise ValueError(f"row {read + first + 1:,}: column {key!r} is null")
-            writer.write_rows(batch, mask)
-            drop_writer.write_rows(batch, ~mask)
+            if nulls is None:
+                mask = np.asarray(seen.add_unique_many(_keys_of(col, key)), dtype=bool) if n else np.zeros(0, bool)
+            else:
+                mask = np.zeros(n, dtype=bool)
+                keyed = np.flatnonzero(~nulls)
+                if missing == "error":
+                    keyed = keyed[keyed < int(np.flatnonzero(nulls)[0])]
+                if len(keyed):
+                    mask[keyed] = np.asarray(seen.add_unique_many(_keys_of(col.take(_arrow_of(keyed)), key)),
+                                             dtype=bool)
+                if missing == "keep":
+                    mask |= nulls
+                if missing == "error":
+                    first = int(np.flatnonzero(nulls)[0])
+                    behind.submit(write_group, batch.slice(0, first), mask[:first])
+                    behind.wait()  # (a write's own error comes first)
+                    raise ValueError(f"row {read + first + 1:,}: column {key!r} is null")
+            behind.submit(write_group, batch, mask)
             read += n
             kept += int(mask.sum())
     finally:
         try:
-            writer.close()
-            drop_writer.close()
+            try:
+                if not behind.failed:
+                    behind.submit(flush)  # the rows decided so far, also those before an error
+            finally:
+                behind.close()
         finally:
-            close_input()
+            try:
+                writer.close()
+                drop_writer.close()
+            finally:
+                close_input()
     return ColumnarResult(read, kept, count)
+
+
+def _input_group_rows(path: str) -> int:
+    """The rows of a Parquet file's first row group (at most MAX_OUTPUT_GROUP_ROWS)."""
+    import pyarrow.parquet as pq
+
+    meta = pq.ParquetFile(path).metadata
+    rows = meta.row_group(0).num_rows if meta.num_row_groups else MAX_OUTPUT_GROUP_ROWS
+    return max(1, min(rows, MAX_OUTPUT_GROUP_ROWS))
 
 
 def _row_count(path: str, fmt: str) -> int:

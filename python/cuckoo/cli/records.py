@@ -88,7 +88,7 @@ def cmd_dedup_columnar(args: argparse.Namespace) -> int:
         raise CliError(f"cuckoo dedup: {_one_line(text if isinstance(text, BaseException) else ValueError(text))}",
                        EXIT_USAGE) from None
     seconds = time.perf_counter() - start
-    _note(args, f"cuckoo dedup: {r.rows_read:,} rows read in {r.batches:,} row groups/batches, {r.rows_kept:,} "
+    _note(args, f"cuckoo dedup: {r.rows_read:,} rows read in {r.batches:,} batches, {r.rows_kept:,} "
                 f"written, {r.rows_dropped:,} dropped in {seconds:.2f} s "
                 f"({_si(r.rows_read / max(seconds, 1e-9))} rows/s)" + (" (exact)" if args.exact else ""))
     return EXIT_OK
