@@ -294,3 +294,14 @@ def test_a_failed_write_is_raised_and_leaves_no_thread(tmp_path, monkeypatch):
     assert len(got) == writes[0] >= 500
     assert len(writes) == 2  # nothing written after the failed piece: the output has no gap
     pd.testing.assert_frame_equal(got, expected(t, "event_id")[:writes[0]])
+
+
+def test_integer_keys_from_a_values_buffer_with_padding():
+    """A valid int64 array whose values buffer ends in bytes that are not a whole value (an IPC
+    file may hold one): its keys are the values in use, not a NumPy error (found by
+    fuzz/fuzz_arrow_ipc.py)."""
+    buf = pa.py_buffer(np.arange(3, dtype=np.int64).tobytes() + b"xyz")
+    col = pa.Array.from_buffers(pa.int64(), 3, [None, buf])
+    col.validate(full=True)
+    assert co._keys_of(col, "k").tolist() == [0, 1, 2]
+    assert co._keys_of(col.slice(1, 2), "k").tolist() == [1, 2]
