@@ -266,6 +266,32 @@ def test_a_parquet_dedup_does_not_import_pandas(tmp_path):
     assert out.strip() == "False"
 
 
+@pytest.mark.parametrize("user_value", [None, "25"])
+def test_a_cli_run_keeps_freed_arrow_memory_unless_the_user_says(tmp_path, user_value):
+    """The command line asks pyarrow's mimalloc to keep freed memory (MIMALLOC_PURGE_DELAY=-1,
+    cuckoo.cli.parser.keep_freed_arrow_memory): set before pyarrow is loaded (mimalloc reads it
+    at load), and a value the user set is left as it is."""
+    import os
+    import subprocess
+    import sys
+
+    src = tmp_path / "in.parquet"
+    pq.write_table(table(2000, 3), src, row_group_size=500)
+    code = ("import os, sys\n"
+            "import cuckoo.cli\n"
+            "loaded_before = 'pyarrow' in sys.modules\n"
+            f"sys.argv = ['cuckoo', 'dedup', '--exact', '-k', 'event_id', {str(src)!r}, '-o', "
+            f"{str(tmp_path / 'out.parquet')!r}]\n"
+            "code = cuckoo.cli.main()\n"
+            "print(code, loaded_before, 'pyarrow' in sys.modules, os.environ.get('MIMALLOC_PURGE_DELAY'))\n")
+    env = {k: v for k, v in os.environ.items() if k != "MIMALLOC_PURGE_DELAY"}
+    if user_value is not None:
+        env["MIMALLOC_PURGE_DELAY"] = user_value
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
+    assert out.split() == ["0", "False", "True", user_value or "-1"]
+    assert pq.read_table(tmp_path / "out.parquet").num_rows == len(set(table(2000, 3)["event_id"].to_pylist()))
+
+
 def test_a_failed_write_is_raised_and_leaves_no_thread(tmp_path, monkeypatch):
     """The rows are written on a thread (_WriteBehind): a write that fails (a full disk) raises
     its error from the dedup, after the row groups before it were written whole and in order,
