@@ -497,7 +497,10 @@ TEST_CASE(exact_passes_read_what_the_first_pass_read_and_notice_other_lines) {
          }},
     };
     for (unsigned threads : {1u, 2u}) {
-        for (const auto& [name, change] : changes) {
+        for (const auto& named_change : changes) {
+            // (not a structured binding: a lambda capturing one is C++20, and this is C++17)
+            const auto& name = named_change.first;
+            const auto& change = named_change.second;
             const std::string path = temp_path("changing"), out_path = temp_path("out");
             write_file(path, d);
             cuckoo::dedup::Options opt;
