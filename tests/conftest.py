@@ -18,12 +18,20 @@ the mark, so that each level's kernels are checked on whichever machine runs the
 from __future__ import annotations
 
 import os
+import signal
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 
 import cuckoo
+
+# A suite started as a background job of a non-interactive shell (`cmd &`, nohup) inherits
+# SIGINT ignored, and Python then installs no KeyboardInterrupt handler: the tests of Ctrl-C
+# (in this process and in the CLI processes it starts, which inherit the ignore) would see no
+# signal. Restore Python's default so that they test the code, not how pytest was launched.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 settings.register_profile(
     "cuckoo",
