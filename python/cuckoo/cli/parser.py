@@ -466,10 +466,10 @@ def keep_freed_arrow_memory() -> None:
     """Asks pyarrow's allocator (mimalloc, loaded with pyarrow, which reads this at load) to keep
     the memory it frees for reuse instead of handing it back to the OS after 10 ms: a Parquet
     dedup frees and allocates each batch's buffers, and every page handed back is faulted in and
-    zeroed again by the kernel at its next use, which on the KVM guests measured cost up to 1.4 s
-    of system time in a 1.1 s run (3*10^6 rows of benchmarks/dedup_records.py, Zen 4,
-    2026-12-02). For a command-line run only (a short process; its peak is the same), and only
-    where the user set nothing."""
+    zeroed again by the kernel at its next use: on the KVM guests measured, 0.8-1.4 s of system
+    time in runs of 1.7-2.2 s, against 0.3-0.5 s with this (3*10^6 rows of
+    benchmarks/dedup_records.py, Zen 4, 2026-12-02; peak RSS 393 -> 462 MiB). For a command-line
+    run only (a short process), and only where the user set nothing."""
     os.environ.setdefault("MIMALLOC_PURGE_DELAY", "-1")
 
 
