@@ -59,7 +59,9 @@ echo "compiles done after $SECONDS s"
 # at a time (each is one thread; test_dedup and test_store work in their own mkdtemp folders),
 # each into its own log, reported in order afterwards.
 run_one() {  # run_one TEST TARGET [RUNNER]
+  local start=$SECONDS
   if ${3:-} "$out/$1-$2" >"$out/$1-$2.run" 2>&1; then echo ok >"$out/$1-$2.status"; else echo failed >"$out/$1-$2.status"; fi
+  echo "$(( SECONDS - start ))" >"$out/$1-$2.seconds"  # (printed with the result: the slow ones show in the log)
 }
 export -f run_one
 for t in $all_tests; do
@@ -71,7 +73,7 @@ failed=0
 for t in $all_tests; do
   for target in x86_64-linux-musl aarch64-linux-musl s390x-linux-musl; do
     if [ "$(cat "$out/$t-$target.status" 2>/dev/null)" = ok ]; then
-      echo "$t on $target: $(tail -n 1 "$out/$t-$target.run")"
+      echo "$t on $target ($(cat "$out/$t-$target.seconds") s): $(tail -n 1 "$out/$t-$target.run")"
     else
       echo "$t on $target FAILED:"; cat "$out/$t-$target.run"; failed=1
     fi
