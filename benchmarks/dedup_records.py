@@ -285,9 +285,12 @@ def main(argv: Optional[List[str]] = None) -> int:
             ours = "cuckoo exact" if kind == "parquet" else f"exact, {threads} threads"
             for peer in ("DuckDB", "Polars"):
                 if peer in best:
+                    # Issue 46's targets: Parquet at most DuckDB's time (no memory target: its
+                    # column path holds Arrow batches); records half the peers' time, and peak
+                    # RSS at most 0.3x DuckDB's.
                     target = "<= 1" if kind == "parquet" else "<= 0.5"
                     print(f"  {ours} / {peer}: wall {best[ours] / best[peer]:.2f}x (target {target}), peak RSS "
-                          f"{rss[ours] / rss[peer]:.2f}x" + (" (target <= 0.3)" if peer == "DuckDB" else ""))
+                          f"{rss[ours] / rss[peer]:.2f}x" + (" (target <= 0.3)" if peer == "DuckDB" and kind != "parquet" else ""))
             if kind != "parquet":
                 print(f"  {ours} / whole lines, exact: wall {best[ours] / best['whole lines, exact']:.2f}x "
                       f"(target <= 1.5)")
