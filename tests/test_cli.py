@@ -172,6 +172,24 @@ def test_dedup_stdin_to_stdout():
     assert "expected unique lines wrongly dropped" in proc.stderr.decode()
 
 
+@pytest.mark.parametrize("mode", [[], ["--approx"], ["--store", "STORE"]])
+def test_a_keyed_dedup_reports_records_not_lines(tmp_path, mode):
+    # Six lines, four records (a quoted field holds two newlines, the header is not counted):
+    # the report counts what was deduplicated, so that it never disagrees with the output.
+    data = b'id,note\n1,"a\nb\nc"\n1,x\n2,y\n'
+    mode = [str(tmp_path / "s.ckv") if m == "STORE" else m for m in mode]
+    proc = run("dedup", "--csv", "-k", "id", *mode, input=data, check=0)
+    assert proc.stdout == b'id,note\n1,"a\nb\nc"\n2,y\n'
+    err = proc.stderr.decode()
+    assert "3 records read, 2 written, 1 dropped" in err, err
+    assert "records/s" in err and "line" not in err.splitlines()[0], err
+    assert "no line" not in err and "per line" not in err, err
+    if mode != ["--approx"]:
+        assert "exact: no record wrongly dropped" in err, err
+    else:
+        assert "expected unique records wrongly dropped" in err, err
+
+
 def test_dedup_dash_is_stdin_and_quiet_is_quiet():
     proc = run("dedup", "-q", "-", input=b"x\nx\ny\n", check=0)
     assert proc.stdout == b"x\ny\n"

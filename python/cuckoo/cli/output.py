@@ -39,6 +39,22 @@ def _note(args: argparse.Namespace, text: str) -> None:
         sys.stderr.flush()
 
 
+def unit_of(framing: object) -> str:
+    """What the run's report counts: "lines" for whole lines (the default, and -z's records),
+    "records" for keyed framings (--csv, --jsonl, -t), whose records may span several lines (a CSV
+    field with a newline) so that a count of lines would not match ``wc -l``."""
+    from cuckoo._dedup.sources import LineFraming
+
+    return "lines" if framing is None or isinstance(framing, LineFraming) else "records"
+
+
+def note_run(args: argparse.Namespace, r: object, unit: str) -> None:
+    """The first line of dedup's report: records read, written and dropped, and the rate."""
+    read, kept, dropped, seconds = r.lines_read, r.lines_kept, r.lines_dropped, r.seconds  # type: ignore[attr-defined]
+    _note(args, f"cuckoo dedup: {read:,} {unit} read, {kept:,} written, {dropped:,} dropped in {seconds:.2f} s "
+                f"({_si(read / max(seconds, 1e-9))} {unit}/s)")
+
+
 def write_stdout(data: Union[str, bytes], flush: bool = False) -> None:
     try:
         if isinstance(data, bytes):

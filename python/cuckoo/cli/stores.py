@@ -23,7 +23,7 @@ from cuckoo._dedup.resume import ResumeError, plan_run
 from cuckoo._dedup.sources import iter_blocks, sources_of
 from .records import dropped_sink, framing_from_args, record_error
 from .output import (
-    Output, Progress, _bytes, _note, _progress_enabled, _si, finish_outputs, inputs_of, refuse_clobber, store_files,
+    Output, Progress, _bytes, _note, _progress_enabled, note_run, unit_of, finish_outputs, inputs_of, refuse_clobber, store_files,
     write_stdout,
 )
 
@@ -106,7 +106,7 @@ def cmd_dedup_exact(args: argparse.Namespace) -> int:
             for src in sources:
                 src.close()
             assert plan.point is not None
-            _note(args, f"cuckoo dedup: this run already finished ({plan.point['records']:,} lines read, "
+            _note(args, f"cuckoo dedup: this run already finished ({plan.point['records']:,} {unit_of(framing)} read, "
                         f"{plan.point['kept']:,} written to '{args.output}'): nothing to do")
             return EXIT_OK
     store = open_store(args.store) if args.store else None
@@ -144,8 +144,9 @@ def cmd_dedup_exact(args: argparse.Namespace) -> int:
     finally:
         if store is not None:
             close_store(store, args.store, failing)
-    _note(args, f"cuckoo dedup: {r.lines_read:,} lines read, {r.lines_kept:,} written, {r.lines_dropped:,} dropped "
-                f"in {r.seconds:.2f} s ({_si(r.lines_read / max(r.seconds, 1e-9))} lines/s)")
+    unit = unit_of(framing)
+    one = unit[:-1]  # (a line, a record)
+    note_run(args, r, unit)
     if r.exact_stats is not None and "ranges" in r.exact_stats:  # counts (--count, -d, -u, --keep last)
         ex = r.exact_stats
         _note(args, f"cuckoo dedup: exact counts: {ex['distinct']:,} keys, at most {_bytes(ex['peak_memory'])} of "
@@ -164,11 +165,11 @@ def cmd_dedup_exact(args: argparse.Namespace) -> int:
             if ex["spilled_at_line"] == 0:
                 where = f"{store}: the input, read once, was expected not to fit {budget}"
             else:
-                where = (f"in memory up to line {ex['spilled_at_line']:,}: {ex['spilled_keys']:,} keys, at most "
+                where = (f"in memory up to {one} {ex['spilled_at_line']:,}: {ex['spilled_keys']:,} keys, at most "
                          f"{_bytes(ex['peak_memory'])} of {budget}; then a {store}")
-            _note(args, f"cuckoo dedup: exact: no line wrongly dropped ({where})")
+            _note(args, f"cuckoo dedup: exact: no {one} wrongly dropped ({where})")
             return EXIT_OK
-        _note(args, f"cuckoo dedup: exact: no line wrongly dropped (in memory: {ex['distinct']:,} keys, at most "
+        _note(args, f"cuckoo dedup: exact: no {one} wrongly dropped (in memory: {ex['distinct']:,} keys, at most "
                     f"{_bytes(ex['peak_memory'])} of {budget}, {passes} pass"
                     f"{'' if passes == 1 else 'es'} over the input"
                     f"{'' if ex['planned'] == 1 else ', ' + str(ex['planned']) + ' planned ahead'})")
@@ -178,12 +179,12 @@ def cmd_dedup_exact(args: argparse.Namespace) -> int:
     run = st.get("run_journal")
     if run is not None and run["mode"] == "resume":
         cut = f"; {_bytes(run['store_bytes_cut'])} of uncommitted keys cut from the store" if run["store_bytes_cut"] else ""
-        _note(args, f"cuckoo dedup: resumed the interrupted run after its {run['records_before']:,} lines "
+        _note(args, f"cuckoo dedup: resumed the interrupted run after its {run['records_before']:,} {unit} "
                     f"({run['kept_before']:,} written before){cut}")
     where = args.store or "an anonymous temporary file, removed"
-    _note(args, f"cuckoo dedup: exact: no line wrongly dropped (store: {st['live_keys']:,} keys, log "
+    _note(args, f"cuckoo dedup: exact: no {one} wrongly dropped (store: {st['live_keys']:,} keys, log "
                 f"{_bytes(st['log_bytes'])} in {where}, index {_bytes(st['index_bytes'])}, "
-                f"{st['log_reads_per_lookup']:.2f} log reads per line)")
+                f"{st['log_reads_per_lookup']:.2f} log reads per {one})")
     return EXIT_OK
 
 
