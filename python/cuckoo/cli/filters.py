@@ -22,8 +22,8 @@ from cuckoo._dedup.engine import dedup
 from cuckoo._dedup.estimate import sized_filter, vector_bucket_size
 from cuckoo._dedup.sources import Source, iter_blocks, sources_of
 from .output import (
-    Output, Progress, _bytes, _note, _progress_enabled, _small, note_run, unit_of, finish_outputs, inputs_of, refuse_clobber,
-    write_stdout,
+    Output, Progress, _bytes, _note, _progress_enabled, _small, finish_outputs, inputs_of, note_run, refuse_clobber,
+    unit_of, write_stdout,
 )
 from .records import cmd_dedup_columnar, columnar_input, dropped_sink, framing_from_args, record_error
 from .stores import cmd_dedup_exact
@@ -182,8 +182,9 @@ def cmd_dedup(args: argparse.Namespace) -> int:
         save_filter(f, args.save)
     if failure is not None:
         raise failure
-    note_run(args, r, unit_of(framing))
-    _note(args, f"cuckoo dedup: approximate: expected unique {unit_of(framing)} wrongly dropped: {_small(r.expected_false_drops)} "
+    unit = unit_of(framing)
+    note_run(args, r, unit)
+    _note(args, f"cuckoo dedup: approximate: expected unique {unit} wrongly dropped: {_small(r.expected_false_drops)} "
                 f"(filter: {how}, {len(f):,} keys, {_bytes(f.nbytes)}, {f.fingerprint_bits}-bit fingerprints, "
                 f"FPR now {f.expected_fpr:.2g})" + (f"; saved to {args.save}" if args.save else ""))
     return EXIT_OK
@@ -230,9 +231,10 @@ def cmd_dedup_window(args: argparse.Namespace) -> int:
         progress.done()
         finish_outputs(ok, out, dropped)
     w = r.window_stats
-    note_run(args, r, unit_of(framing))
-    mode = ("exact" if r.exact else f"approximate: a new {unit_of(framing)[:-1]} dropped by mistake with probability at most "
-            f"{w['fpr_bound']:.2g}")
+    unit = unit_of(framing)
+    note_run(args, r, unit)
+    mode = ("exact" if r.exact else f"approximate: a new {unit[:-1]} dropped by mistake with probability at "
+            f"most {w['fpr_bound']:.2g}")
     what = spec.describe().replace("arrival time", f"event time ({args.time_key})") if args.time_key else spec.describe()
     kept = "".join(f", {w[k]:,} {k} records kept" for k in ("late", "untimed") if w[k])
     _note(args, f"cuckoo dedup: window of {what}, {mode} ({w['keys']:,} keys held at the end, at most "

@@ -168,8 +168,9 @@ seed: new filters get a secret random seed (stored in the --save file), so that 
 against the public hash behaves like any other; --seed N makes the filter file reproducible.
 
 report (stderr, unless --quiet): lines read, written, dropped (records with --csv, --jsonl or
--t, where a record may span lines), and the expected number of unique lines wrongly dropped: each kept line was tested against the filter, which answers
-"seen" falsely with probability about its expected_fpr at that moment (it rises with the load).
+-t, where a record may span lines), and the expected number of unique lines wrongly dropped:
+each kept line was tested against the filter, which answers "seen" falsely with probability
+about its expected_fpr at that moment (it rises with the load).
 The figure sums, per block, (lines kept) x (mean of expected_fpr before and after the block).
 
 {LINES_HELP}

@@ -23,8 +23,8 @@ from cuckoo._dedup.resume import ResumeError, plan_run
 from cuckoo._dedup.sources import iter_blocks, sources_of
 from .records import dropped_sink, framing_from_args, record_error
 from .output import (
-    Output, Progress, _bytes, _note, _progress_enabled, note_run, unit_of, finish_outputs, inputs_of, refuse_clobber, store_files,
-    write_stdout,
+    Output, Progress, _bytes, _note, _progress_enabled, finish_outputs, inputs_of, note_run, refuse_clobber, store_files,
+    unit_of, write_stdout,
 )
 
 
